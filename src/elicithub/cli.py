@@ -1,0 +1,61 @@
+"""The `elicithub` command: run the hub, or check a config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from elicithub.config import Config, ConfigError, load_config
+
+app = typer.Typer(help="elicithub: let an agent pause a tool call, ask a person, and resume.", no_args_is_help=True)
+config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+def _load(path: Path | None) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(
+    config: Annotated[Path | None, typer.Option("--config", help="YAML config; embedded defaults without it.")] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8700,
+) -> None:
+    """Run the hub."""
+    import uvicorn
+
+    from elicithub.server.app import create_app
+
+    loaded = _load(config)
+    typer.echo(f"elicithub listening on http://{host}:{port}  (store {loaded.store.url}, model {loaded.model.kind})")
+    uvicorn.run(create_app(loaded), host=host, port=port, log_level="info")
+
+
+@config_app.command("check")
+def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate.")]) -> None:
+    """Validate a config and print what it found."""
+    loaded = _load(path)
+    typer.echo(f"{path}: ok")
+    typer.echo(f"  public_url  {loaded.public_url}")
+    typer.echo(f"  store       {loaded.store.url}")
+    typer.echo(f"  model       {loaded.model.kind}" + (f" ({loaded.model.model})" if loaded.model.model else ""))
+    typer.echo(f"  users       {', '.join(u.id for u in loaded.users) or '(none)'}")
+    typer.echo(
+        f"  elicitation timeout {loaded.elicitation.timeout_s:g} s, at most {loaded.elicitation.max_rounds} rounds"
+    )
+    for server in loaded.mcp_servers:
+        where = server.url or " ".join(server.command or [])
+        typer.echo(
+            f"  mcp server  {server.id}: {where} (credentials: {server.credential_scope}, protocol: {server.protocol})"
+        )
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,161 @@
+"""The hub's YAML configuration: pydantic models, loading, and errors that name the key path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(Exception):
+    """The config cannot be used; the message names every bad key path."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StoreConfig(_Strict):
+    url: str = "sqlite:///.elicithub/hub.db"
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        if url != "memory://" and not url.startswith("sqlite:///"):
+            raise ValueError("must be memory:// or sqlite:///PATH")
+        return url
+
+
+class ModelConfig(_Strict):
+    kind: Literal["scripted", "openai"] = "scripted"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+
+    @model_validator(mode="after")
+    def _openai_needs_a_model(self) -> ModelConfig:
+        if self.kind == "openai" and not self.model:
+            raise ValueError("model: is required when kind is openai")
+        return self
+
+
+class UserConfig(_Strict):
+    id: str = Field(min_length=1)
+    token: str = Field(min_length=8)
+
+
+class ElicitationConfig(_Strict):
+    timeout_s: float = Field(default=600, gt=0)
+    max_rounds: int = Field(default=10, ge=1, le=100)
+
+
+class StreamsConfig(_Strict):
+    keepalive_s: float = Field(default=15, gt=0)
+
+
+class OAuthConfig(_Strict):
+    client_id: str
+    client_secret_env: str | None = None
+    scopes: list[str] = []
+
+
+class McpServerConfig(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    url: str | None = None
+    command: list[str] | None = None
+    credential_scope: Literal["none", "project", "user"] = "none"
+    oauth: OAuthConfig | None = None
+    # Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
+    # legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create).
+    protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("give exactly one of url (streamable HTTP) or command (stdio)")
+        if self.url is not None and not re.match(r"^https?://", self.url):
+            raise ValueError("url: must be an http(s) URL")
+        if self.command is not None and not self.command:
+            raise ValueError("command: must not be empty")
+        return self
+
+
+class Config(_Strict):
+    public_url: str = "http://127.0.0.1:8700"
+    store: StoreConfig = StoreConfig()
+    model: ModelConfig = ModelConfig()
+    users: list[UserConfig] = []
+    elicitation: ElicitationConfig = ElicitationConfig()
+    streams: StreamsConfig = StreamsConfig()
+    mcp_servers: list[McpServerConfig] = []
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Config:
+        for field, ids in (("mcp_servers", [s.id for s in self.mcp_servers]), ("users", [u.id for u in self.users])):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"{field}: duplicate id {', '.join(dupes)}")
+        tokens = [u.token for u in self.users]
+        if len(set(tokens)) != len(tokens):
+            raise ValueError("users: two users share a token")
+        return self
+
+    def server(self, server_id: str) -> McpServerConfig | None:
+        return next((s for s in self.mcp_servers if s.id == server_id), None)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not part.startswith(("function-", "literal[")):
+            out += f".{part}" if out else part
+    return out
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    if kind == "literal_error":
+        return "must be one of " + ", ".join(re.findall(r"'([^']*)'", error["ctx"]["expected"]))
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "is required"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message[0].lower() + message[1:] if message else message
+
+
+def parse_config(data: Any, source: str = "config") -> Config:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            path = _path(error["loc"])
+            message = _message(error)
+            # A model-level check names its own key inside the message ("model: is required ...").
+            lines.append(f"{path}.{message}" if path and re.match(r"^\w+: ", message) else f"{path}: {message}")
+        raise ConfigError("\n".join(line.lstrip(".: ") for line in lines)) from None
+
+
+def load_config(path: Path | None) -> Config:
+    """Read a YAML config; None means the embedded defaults."""
+    if path is None:
+        return Config()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, str(path))

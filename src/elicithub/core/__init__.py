@@ -1,0 +1,1 @@
+"""The elicitation primitive: model, lifecycle rules, schema checks, broker and event bus."""

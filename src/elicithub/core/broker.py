@@ -1,0 +1,152 @@
+"""The broker: stores a question, shows it on its run's stream, waits, and takes exactly one answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import (
+    Answer,
+    Conflict,
+    Elicitation,
+    Expire,
+    Invalid,
+    Outcome,
+    Repeat,
+    Resolve,
+    State,
+    decide,
+    utcnow,
+)
+from elicithub.core.errors import AlreadyResolved, Expired, InvalidContent, NotFound
+from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
+from elicithub.store.base import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How an elicitation ended, as the waiting trigger sees it."""
+
+    elicitation_id: str
+    outcome: Outcome
+    content: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, elicitation: Elicitation) -> Resolution:
+        assert elicitation.outcome is not None
+        content = elicitation.answer.content if elicitation.answer is not None else None
+        return cls(elicitation.id, elicitation.outcome, content)
+
+
+class Broker:
+    def __init__(self, store: Store, bus: EventBus[StreamEvent]) -> None:
+        self.store = store
+        self.bus = bus
+        self._waiters: dict[str, tuple[Elicitation, asyncio.Future[Resolution]]] = {}
+
+    async def request(self, elicitation: Elicitation) -> Resolution:
+        """Store the elicitation, publish it on its stream, and wait until it ends (answer or deadline)."""
+        future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
+        self._waiters[elicitation.id] = (elicitation, future)
+        try:
+            await self.store.put(elicitation)
+            self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
+            remaining = (elicitation.expires_at - utcnow()).total_seconds()
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
+            except TimeoutError:
+                return await self.end(elicitation.id, State.EXPIRED)
+        except asyncio.CancelledError:
+            # The run went away (client gone, shutdown): nobody can use an answer any more.
+            await asyncio.shield(self.end(elicitation.id, State.CANCELLED))
+            raise
+        finally:
+            self._waiters.pop(elicitation.id, None)
+
+    async def request_all(self, elicitations: list[Elicitation]) -> list[Resolution]:
+        """Ask several questions together; they end independently."""
+        return list(await asyncio.gather(*(self.request(e) for e in elicitations)))
+
+    async def lookup(self, elicitation_id: str, user_id: str | None, conversation_id: str | None = None) -> Elicitation:
+        """The elicitation as its owner sees it; to anyone else (or in another conversation) it does not exist."""
+        elicitation = await self.store.get(elicitation_id)
+        if (
+            elicitation is None
+            or user_id is None
+            or elicitation.user_id != user_id
+            or (conversation_id is not None and elicitation.conversation_id != conversation_id)
+        ):
+            raise NotFound(elicitation_id)
+        return elicitation
+
+    async def respond(
+        self, elicitation_id: str, answer: Answer, user_id: str | None, conversation_id: str | None = None
+    ) -> Resolution:
+        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent."""
+        elicitation = await self.lookup(elicitation_id, user_id, conversation_id)
+        decision = decide(elicitation, answer, utcnow())
+        if isinstance(decision, Invalid):
+            raise InvalidContent(elicitation_id, decision.errors)
+        if isinstance(decision, Repeat):
+            return Resolution.of(elicitation)
+        if isinstance(decision, Conflict):
+            raise AlreadyResolved(elicitation_id, elicitation.state.value)
+        if isinstance(decision, Expire):
+            await self.end(elicitation_id, State.EXPIRED)
+            raise Expired(elicitation_id)
+        assert isinstance(decision, Resolve)
+        if await self._transition(elicitation, decision.state, decision.answer):
+            return Resolution(elicitation_id, decision.state.value, decision.answer and decision.answer.content)  # type: ignore[arg-type]
+        # Someone else resolved it between our read and our write: judge the answer against that outcome.
+        return await self.respond(elicitation_id, answer, user_id, conversation_id)
+
+    async def end(self, elicitation_id: str, state: State) -> Resolution:
+        """End a pending elicitation without a person's answer (expired, cancelled); returns the final outcome."""
+        elicitation = await self.store.get(elicitation_id)
+        if elicitation is None:
+            raise NotFound(elicitation_id)
+        if elicitation.state is State.PENDING:
+            answer = Answer("cancel") if state is State.CANCELLED else None
+            if await self._transition(elicitation, state, answer):
+                return Resolution(elicitation_id, state.value)  # type: ignore[arg-type]
+            elicitation = await self.store.get(elicitation_id)
+            assert elicitation is not None
+        return Resolution.of(elicitation)
+
+    async def expire_due(self) -> int:
+        """End every pending elicitation past its deadline whose waiter is gone; returns how many."""
+        count = 0
+        for elicitation in await self.store.due(utcnow()):
+            if await self._transition(elicitation, State.EXPIRED, None):
+                count += 1
+        return count
+
+    async def purge(self, older_than: timedelta) -> int:
+        return await self.store.purge(utcnow() - older_than)
+
+    def pending_here(self) -> int:
+        return len(self._waiters)
+
+    async def cancel_stream(self, stream_id: str) -> None:
+        """Cancel every question a run is waiting on (the person moved on with a new message)."""
+        ids = [e.id for e, _ in self._waiters.values() if e.stream_id == stream_id]
+        for elicitation_id in ids:
+            await self.end(elicitation_id, State.CANCELLED)
+
+    async def _transition(self, elicitation: Elicitation, state: State, answer: Answer | None) -> bool:
+        if not await self.store.transition(elicitation.id, state, answer, utcnow()):
+            return False
+        outcome: Outcome = state.value  # type: ignore[assignment]
+        log.info("elicitation %s %s", elicitation.id, outcome)
+        waiter = self._waiters.get(elicitation.id)
+        future = waiter[1] if waiter is not None else None
+        if future is not None and not future.done():
+            future.set_result(Resolution(elicitation.id, outcome, answer.content if answer else None))
+        self.bus.publish(elicitation.stream_id, ElicitationResolved(elicitation.id, outcome))
+        return True

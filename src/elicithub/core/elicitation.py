@@ -1,0 +1,199 @@
+"""The elicitation model and its lifecycle rules, as plain values with no I/O."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from elicithub.core.schema import FieldError, validate_content
+
+Mode = Literal["form", "url"]
+Action = Literal["accept", "decline", "cancel"]
+
+
+class State(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+Outcome = Literal["accepted", "declined", "cancelled", "expired"]
+
+_ACTION_STATE: dict[str, State] = {"accept": State.ACCEPTED, "decline": State.DECLINED, "cancel": State.CANCELLED}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(16)}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a person said: an action, and for an accepted form its content."""
+
+    action: Action
+    content: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Elicitation:
+    """One question to one person, owned by the run that waits for it."""
+
+    conversation_id: str
+    user_id: str
+    stream_id: str
+    mode: Mode
+    message: str
+    expires_at: datetime
+    requested_schema: dict[str, Any] | None = None
+    url: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: new_id("eli"))
+    created_at: datetime = field(default_factory=utcnow)
+    state: State = State.PENDING
+    answer: Answer | None = None
+    resolved_at: datetime | None = None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return None if self.state is State.PENDING else self.state.value  # type: ignore[return-value]
+
+    def is_due(self, now: datetime) -> bool:
+        return self.state is State.PENDING and now >= self.expires_at
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "user_id": self.user_id,
+            "stream_id": self.stream_id,
+            "mode": self.mode,
+            "message": self.message,
+            "requested_schema": self.requested_schema,
+            "url": self.url,
+            "context": self.context,
+            "created_at": self.created_at.isoformat(),
+            "expires_at": self.expires_at.isoformat(),
+            "state": self.state.value,
+            "answer": None if self.answer is None else {"action": self.answer.action, "content": self.answer.content},
+            "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Elicitation:
+        answer = data.get("answer")
+        resolved = data.get("resolved_at")
+        return cls(
+            id=data["id"],
+            conversation_id=data["conversation_id"],
+            user_id=data["user_id"],
+            stream_id=data["stream_id"],
+            mode=data["mode"],
+            message=data["message"],
+            requested_schema=data.get("requested_schema"),
+            url=data.get("url"),
+            context=data.get("context") or {},
+            created_at=datetime.fromisoformat(data["created_at"]),
+            expires_at=datetime.fromisoformat(data["expires_at"]),
+            state=State(data["state"]),
+            answer=None if answer is None else Answer(answer["action"], answer.get("content")),
+            resolved_at=None if resolved is None else datetime.fromisoformat(resolved),
+        )
+
+
+def new_elicitation(
+    *,
+    conversation_id: str,
+    user_id: str,
+    stream_id: str,
+    mode: Mode,
+    message: str,
+    timeout_s: float,
+    requested_schema: dict[str, Any] | None = None,
+    url: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> Elicitation:
+    now = utcnow()
+    return Elicitation(
+        conversation_id=conversation_id,
+        user_id=user_id,
+        stream_id=stream_id,
+        mode=mode,
+        message=message,
+        requested_schema=requested_schema,
+        url=url,
+        context=context or {},
+        created_at=now,
+        expires_at=now + timedelta(seconds=timeout_s),
+    )
+
+
+# Decisions: what answering a stored elicitation means, before anything is written.
+
+
+@dataclass(frozen=True)
+class Resolve:
+    """Move the pending elicitation to `state`."""
+
+    state: State
+    answer: Answer | None
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """The same answer arrived again: report the existing outcome."""
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Already resolved with another answer."""
+
+
+@dataclass(frozen=True)
+class Expire:
+    """The answer came after the deadline: the elicitation expires instead."""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """The content fails the requested schema; the elicitation stays pending."""
+
+    errors: list[FieldError]
+
+
+Decision = Resolve | Repeat | Conflict | Expire | Invalid
+
+
+def _same_answer(a: Answer | None, b: Answer) -> bool:
+    if a is None or a.action != b.action:
+        return False
+    return b.action != "accept" or (a.content or {}) == (b.content or {})
+
+
+def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
+    """The lifecycle rule for one answer: pending moves to exactly one terminal state."""
+    if elicitation.state is State.EXPIRED:
+        return Expire()
+    if elicitation.state is not State.PENDING:
+        return Repeat() if _same_answer(elicitation.answer, answer) else Conflict()
+    if elicitation.is_due(now):
+        return Expire()
+    if answer.action == "accept" and elicitation.mode == "form":
+        errors = validate_content(elicitation.requested_schema or {"type": "object", "properties": {}}, answer.content)
+        if errors:
+            return Invalid(errors)
+        return Resolve(State.ACCEPTED, answer)
+    # url mode carries no content; decline and cancel never do.
+    return Resolve(_ACTION_STATE[answer.action], Answer(answer.action))
+
+
+def resolved(elicitation: Elicitation, state: State, answer: Answer | None, now: datetime) -> Elicitation:
+    return replace(elicitation, state=state, answer=answer, resolved_at=now)

@@ -1,0 +1,1 @@
+"""The agent run loop and the model adapters it talks to."""

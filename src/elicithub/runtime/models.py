@@ -1,0 +1,124 @@
+"""Model adapters: the deterministic scripted model and an OpenAI-compatible one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from elicithub.config import ModelConfig
+
+Message = dict[str, Any]
+"""A chat message in OpenAI's shape; tool messages also carry a private `is_error` flag."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    """Qualified as SERVER.TOOL."""
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    text: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+class Model(Protocol):
+    name: str
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn: ...
+
+
+_CALL = re.compile(r"^/call\s+(?P<name>[A-Za-z][\w-]*\.[\w.-]+)\s*(?P<args>.*)$", re.DOTALL)
+
+
+class ScriptedModel:
+    """DESIGN.md's scripted model: `/call SERVER.TOOL {json}` calls a tool; tool results are echoed back."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self._calls = 0
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn:
+        last = messages[-1] if messages else {"role": "user", "content": ""}
+        if last["role"] == "tool":
+            text = str(last.get("content") or "")
+            return ModelTurn(text=f"Tool error: {text}" if last.get("is_error") else text)
+        match = _CALL.match(str(last.get("content") or "").strip())
+        if match is None:
+            return ModelTurn(text=_help(tools))
+        name, raw = match["name"], match["args"].strip() or "{}"
+        if name not in {t.name for t in tools}:
+            return ModelTurn(text=f"There is no tool {name}. {_help(tools)}")
+        try:
+            arguments = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            return ModelTurn(text=f"The arguments for {name} are not valid JSON ({exc.msg}).")
+        if not isinstance(arguments, dict):
+            return ModelTurn(text=f"The arguments for {name} must be a JSON object.")
+        self._calls += 1
+        return ModelTurn(tool_calls=[ToolCall(f"call_{self._calls}", name, arguments)])
+
+
+def _help(tools: list[ToolSpec]) -> str:
+    listing = "\n".join(f"- {t.name}: {t.description}" for t in tools) or "- (no tools are configured)"
+    return f"Call a tool with: /call SERVER.TOOL {{json arguments}}\nAvailable tools:\n{listing}"
+
+
+class OpenAIModel:
+    """Any OpenAI-compatible chat completions endpoint, with tool calling."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        from openai import AsyncOpenAI
+
+        key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+        self.name = config.model or "gpt-4o-mini"
+        self._client = AsyncOpenAI(base_url=config.base_url, api_key=key or "unused")
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn:
+        wire_tools = [
+            {
+                "type": "function",
+                "function": {"name": _wire_name(t.name), "description": t.description, "parameters": t.input_schema},
+            }
+            for t in tools
+        ]
+        by_wire = {_wire_name(t.name): t.name for t in tools}
+        wire_messages = [{k: v for k, v in m.items() if k != "is_error"} for m in messages]
+        extra: dict[str, Any] = {"tools": wire_tools} if wire_tools else {}
+        create: Any = self._client.chat.completions.create
+        response = await create(model=self.name, messages=wire_messages, **extra)
+        message = response.choices[0].message
+        calls = []
+        for call in message.tool_calls or []:
+            function = getattr(call, "function", None)
+            if function is None:
+                continue
+            try:
+                arguments = json.loads(function.arguments or "{}")
+            except json.JSONDecodeError:
+                arguments = {}
+            calls.append(ToolCall(call.id, by_wire.get(function.name, function.name), arguments))
+        return ModelTurn(text=message.content, tool_calls=calls)
+
+
+def _wire_name(name: str) -> str:
+    # OpenAI tool names allow [A-Za-z0-9_-] only.
+    return name.replace(".", "__")
+
+
+def create_model(config: ModelConfig) -> Model:
+    return ScriptedModel() if config.kind == "scripted" else OpenAIModel(config)

@@ -1,0 +1,1 @@
+"""The ASGI app: routes, identity and error shapes."""

@@ -1,0 +1,64 @@
+"""The ASGI app factory: routes, JSON errors, and the hub's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from elicithub.config import Config
+from elicithub.core.errors import ElicitationError, InvalidContent
+from elicithub.server import routes
+from elicithub.server.hub import Hub
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p != "body"]
+    return ".".join(parts) or "body"
+
+
+def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
+    hub = hub if hub is not None else Hub(config)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await hub.start()
+        try:
+            yield
+        finally:
+            await hub.close()
+
+    app = FastAPI(title="elicithub", version="0.1.0", lifespan=lifespan)
+    app.state.hub = hub
+    app.include_router(routes.router)
+
+    @app.exception_handler(ElicitationError)
+    async def _elicitation_error(_: Request, exc: ElicitationError) -> JSONResponse:
+        if isinstance(exc, InvalidContent):
+            fields = [{"field": e.field, "message": e.message} for e in exc.errors]
+            return error(exc.status, exc.code, str(exc), fields=fields)
+        return error(exc.status, exc.code, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [f"{_field(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        return error(422, "invalid_request", "; ".join(problems))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+        response = error(exc.status_code, codes.get(exc.status_code, "error"), str(exc.detail))
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response
+
+    return app

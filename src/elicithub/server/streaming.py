@@ -1,0 +1,51 @@
+"""Turning a run's stream into an SSE response, in whichever surface's format."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
+from typing import Protocol
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from elicithub.core.events import RunFinished, StreamEvent
+
+
+class Writer(Protocol):
+    def start(self) -> list[str]: ...
+
+    def write(self, event: StreamEvent) -> list[str]: ...
+
+
+def sse(
+    writer: Writer,
+    events: asyncio.Queue[StreamEvent] | list[StreamEvent],
+    *,
+    keepalive_s: float,
+    headers: Mapping[str, str],
+    cleanup: AsyncExitStack | None = None,
+) -> EventSourceResponse:
+    """An SSE response that writes events until RunFinished, with keep-alive comments while idle."""
+
+    async def body() -> AsyncIterator[ServerSentEvent]:
+        try:
+            for line in writer.start():
+                yield ServerSentEvent(data=line)
+            while True:
+                event = events.pop(0) if isinstance(events, list) else await events.get()
+                for line in writer.write(event):
+                    yield ServerSentEvent(data=line)
+                if isinstance(event, RunFinished):
+                    return
+        finally:
+            if cleanup is not None:
+                await cleanup.aclose()
+
+    return EventSourceResponse(
+        body(),
+        headers=dict(headers),
+        ping=keepalive_s,
+        ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
+        sep="\n",
+    )

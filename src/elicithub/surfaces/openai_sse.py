@@ -1,0 +1,52 @@
+"""OpenAI-compatible `chat.completion.chunk` SSE; elicitation events ride as JSON in delta.content."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from elicithub.core.elicitation import new_id
+from elicithub.core.events import (
+    ElicitationRequested,
+    ElicitationResolved,
+    RunFinished,
+    StreamEvent,
+    TextDelta,
+    request_event,
+    resolved_event,
+)
+
+DONE = "[DONE]"
+
+
+class OpenAIChunkWriter:
+    def __init__(self, model: str) -> None:
+        self.id = new_id("chatcmpl")
+        self.model = model
+        self.created = int(time.time())
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+        return json.dumps(chunk, separators=(",", ":"))
+
+    def start(self) -> list[str]:
+        return [self._chunk({"role": "assistant", "content": ""})]
+
+    def write(self, event: StreamEvent) -> list[str]:
+        if isinstance(event, TextDelta):
+            return [self._chunk({"content": event.text})]
+        if isinstance(event, ElicitationRequested):
+            return [self._chunk({"content": json.dumps(request_event(event.elicitation))})]
+        if isinstance(event, ElicitationResolved):
+            return [self._chunk({"content": json.dumps(resolved_event(event.elicitation_id, event.outcome))})]
+        if isinstance(event, RunFinished):
+            return [self._chunk({}, "stop"), DONE]
+        # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.
+        return []

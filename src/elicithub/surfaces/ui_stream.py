@@ -1,0 +1,80 @@
+"""The AI SDK UI message stream (protocol v1): text, tool and data parts, then finish and [DONE]."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from elicithub.core.elicitation import new_id
+from elicithub.core.events import (
+    ElicitationRequested,
+    ElicitationResolved,
+    RunFinished,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    request_event,
+    resolved_event,
+)
+
+HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
+DONE = "[DONE]"
+
+
+def _part(part: dict[str, Any]) -> str:
+    return json.dumps(part, separators=(",", ":"))
+
+
+class UIMessageStreamWriter:
+    def __init__(self) -> None:
+        self.message_id = new_id("msg")
+        self._text_id: str | None = None
+        self._texts = 0
+
+    def start(self) -> list[str]:
+        return [_part({"type": "start", "messageId": self.message_id})]
+
+    def _end_text(self) -> list[str]:
+        if self._text_id is None:
+            return []
+        part = _part({"type": "text-end", "id": self._text_id})
+        self._text_id = None
+        return [part]
+
+    def write(self, event: StreamEvent) -> list[str]:
+        if isinstance(event, TextDelta):
+            out = []
+            if self._text_id is None:
+                self._texts += 1
+                self._text_id = f"{self.message_id}_t{self._texts}"
+                out.append(_part({"type": "text-start", "id": self._text_id}))
+            out.append(_part({"type": "text-delta", "id": self._text_id, "delta": event.text}))
+            return out
+        if isinstance(event, ToolCallStarted):
+            return [
+                *self._end_text(),
+                _part(
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": event.call_id,
+                        "toolName": event.name,
+                        "input": event.arguments,
+                    }
+                ),
+            ]
+        if isinstance(event, ToolCallFinished):
+            if event.is_error:
+                return [_part({"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text})]
+            return [_part({"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text})]
+        if isinstance(event, ElicitationRequested):
+            data = request_event(event.elicitation)
+            return [
+                *self._end_text(),
+                _part({"type": "data-elicitation-request", "id": data["elicitationId"], "data": data}),
+            ]
+        if isinstance(event, ElicitationResolved):
+            data = resolved_event(event.elicitation_id, event.outcome)
+            return [_part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": data})]
+        assert isinstance(event, RunFinished)
+        return [*self._end_text(), _part({"type": "finish"}), DONE]

@@ -1,0 +1,264 @@
+"""The downstream MCP bridge: lists and calls tools, and turns both eras of elicitation into broker questions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import mcp_types as mt
+from mcp import Client, StdioServerParameters
+from mcp.client import ClientRequestContext
+
+from elicithub.config import McpServerConfig
+from elicithub.core.broker import Broker, Resolution
+from elicithub.core.elicitation import Elicitation, new_elicitation
+from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.runtime.models import Message, Model, ToolSpec
+from elicithub.runtime.tools import CallContext, ToolOutcome
+
+log = logging.getLogger(__name__)
+
+_TOOLS_TTL_S = 30.0
+_STATE_ONLY_BACKOFF_S = (0.05, 0.25)
+
+
+class Refused(Exception):
+    """A question the hub will not ask; the message is the tool error the model sees."""
+
+
+class Question:
+    """Turns one tool call's MCP elicitation requests into broker elicitations, in either era."""
+
+    def __init__(self, broker: Broker, context: CallContext, server_id: str, tool: str, timeout_s: float) -> None:
+        self.broker = broker
+        self.context = context
+        self.server_id = server_id
+        self.tool = tool
+        self.timeout_s = timeout_s
+        self.failure: str | None = None
+        """Set when a question ended the call on our side (unsupported, expired); it becomes the tool error."""
+
+    def build(self, params: mt.ElicitRequestParams) -> Elicitation:
+        name = f"{self.server_id}.{self.tool}"
+        if not self.context.can_ask:
+            raise Refused(
+                f"Tool {name} needs input from the user ({params.message!r}), but this chat client cannot show "
+                "questions. Ask again from a signed-in client that sends x-supports-elicitation: true."
+            )
+        common: dict[str, Any] = {
+            "conversation_id": self.context.conversation_id,
+            "user_id": self.context.user_id,
+            "stream_id": self.context.stream_id,
+            "message": params.message,
+            "timeout_s": self.timeout_s,
+            "context": {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool},
+        }
+        if isinstance(params, mt.ElicitRequestURLParams):
+            parts = urlsplit(params.url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise Refused(f"Tool {name} asked the user to open a link that is not http(s); it was not shown.")
+            return new_elicitation(mode="url", url=params.url, **common)
+        schema: dict[str, Any] = dict(params.requested_schema)
+        try:
+            validate_requested_schema(schema)
+        except SchemaError as exc:
+            raise Refused(f"Tool {name} asked an invalid question: {exc}") from None
+        return new_elicitation(mode="form", requested_schema=schema, **common)
+
+    def result(self, elicitation: Elicitation, resolution: Resolution) -> mt.ElicitResult:
+        if resolution.outcome == "expired":
+            self.failure = (
+                f"The user did not answer {elicitation.message!r} within {self.timeout_s:g} s; "
+                f"the call to {self.server_id}.{self.tool} was not completed."
+            )
+            return mt.ElicitResult(action="cancel")
+        action = {"accepted": "accept", "declined": "decline", "cancelled": "cancel"}[resolution.outcome]
+        content = resolution.content if action == "accept" and elicitation.mode == "form" else None
+        return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        elicitation = self.build(params)
+        return self.result(elicitation, await self.broker.request(elicitation))
+
+    async def ask_all(self, requests: dict[str, mt.ElicitRequest]) -> dict[str, mt.ElicitResult]:
+        """One MRTR round: every question is shown at once and answered independently."""
+        keys = list(requests)
+        elicitations = [self.build(requests[k].params) for k in keys]
+        resolutions = await self.broker.request_all(elicitations)
+        return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
+
+
+class McpBridge:
+    """Every configured downstream MCP server, behind the run loop's `Tools` protocol."""
+
+    def __init__(
+        self,
+        servers: list[McpServerConfig],
+        broker: Broker,
+        *,
+        timeout_s: float,
+        max_rounds: int,
+        sampler: Model | None,
+    ) -> None:
+        self.servers = {s.id: s for s in servers}
+        self.broker = broker
+        self.timeout_s = timeout_s
+        self.max_rounds = max_rounds
+        self.sampler = sampler
+        self._tools: dict[str, tuple[float, list[ToolSpec]]] = {}
+
+    def _client(self, server: McpServerConfig, question: Question | None = None) -> Client:
+        target: str | StdioServerParameters = (
+            server.url if server.url else StdioServerParameters(command=server.command[0], args=server.command[1:])  # type: ignore[index]
+        )
+
+        async def on_elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult | mt.ErrorData:
+            if question is None:
+                return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
+            try:
+                return await question.ask(params)
+            except Refused as exc:
+                question.failure = str(exc)
+                return mt.ErrorData(code=mt.INVALID_REQUEST, message=str(exc))
+
+        return Client(
+            target,
+            mode=server.protocol,
+            elicitation_callback=on_elicit,
+            sampling_callback=self._sample,
+            list_roots_callback=_no_roots,
+            cache=None,
+        )
+
+    async def list_tools(self) -> list[ToolSpec]:
+        specs: list[ToolSpec] = []
+        results = await asyncio.gather(*(self._server_tools(s) for s in self.servers.values()), return_exceptions=True)
+        for server, result in zip(self.servers.values(), results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("MCP server %s is unavailable: %s", server.id, _reason(result))
+            else:
+                specs.extend(result)
+        return specs
+
+    async def _server_tools(self, server: McpServerConfig) -> list[ToolSpec]:
+        cached = self._tools.get(server.id)
+        if cached is not None and time.monotonic() - cached[0] < _TOOLS_TTL_S:
+            return cached[1]
+        async with self._client(server) as client:
+            listed = await client.list_tools()
+        specs = [
+            ToolSpec(f"{server.id}.{t.name}", t.description or t.title or t.name, dict(t.input_schema))
+            for t in listed.tools
+        ]
+        self._tools[server.id] = (time.monotonic(), specs)
+        return specs
+
+    async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        server_id, _, tool = name.partition(".")
+        server = self.servers.get(server_id)
+        if server is None or not tool:
+            return ToolOutcome(f"There is no MCP server for tool {name}.", is_error=True)
+        question = Question(self.broker, context, server_id, tool, self.timeout_s)
+        try:
+            async with self._client(server, question) as client:
+                result = await self._call_rounds(client, tool, arguments, question)
+        except Refused as exc:
+            return ToolOutcome(str(exc), is_error=True)
+        except Exception as exc:
+            if question.failure is not None:
+                return ToolOutcome(question.failure, is_error=True)
+            log.warning("call to %s failed: %s", name, _reason(exc))
+            return ToolOutcome(f"The MCP server {server_id} failed during {tool}: {_reason(exc)}", is_error=True)
+        if question.failure is not None:
+            return ToolOutcome(question.failure, is_error=True)
+        return ToolOutcome(_text(result), is_error=bool(result.is_error))
+
+    async def _call_rounds(
+        self, client: Client, tool: str, arguments: dict[str, Any], question: Question
+    ) -> mt.CallToolResult:
+        """Drive the 2026-07-28 loop ourselves: each round's questions go to the person, then retry."""
+        result = await client.session.call_tool(tool, arguments, allow_input_required=True)
+        rounds, delay = 0, _STATE_ONLY_BACKOFF_S[0]
+        while isinstance(result, mt.InputRequiredResult):
+            rounds += 1
+            if rounds > self.max_rounds:
+                raise Refused(
+                    f"Tool {question.server_id}.{tool} kept asking for input for more than {self.max_rounds} rounds; "
+                    "the call was stopped."
+                )
+            responses: mt.InputResponses | None = None
+            if result.input_requests:
+                delay = _STATE_ONLY_BACKOFF_S[0]
+                responses = await self._fulfil(result.input_requests, question)
+                if question.failure is not None:
+                    raise Refused(question.failure)
+            else:
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _STATE_ONLY_BACKOFF_S[1])
+            result = await client.session.call_tool(
+                tool,
+                arguments,
+                input_responses=responses,
+                request_state=result.request_state,
+                allow_input_required=True,
+            )
+        return result
+
+    async def _fulfil(self, requests: mt.InputRequests, question: Question) -> mt.InputResponses:
+        elicits = {k: r for k, r in requests.items() if isinstance(r, mt.ElicitRequest)}
+        responses: mt.InputResponses = {}
+        for key, request in requests.items():
+            if isinstance(request, mt.ListRootsRequest):
+                responses[key] = mt.ListRootsResult(roots=[])
+            elif isinstance(request, mt.CreateMessageRequest):
+                sampled = await self._sample(None, request.params)
+                if isinstance(sampled, mt.ErrorData):
+                    raise Refused(f"Tool {question.server_id}.{question.tool} needs sampling: {sampled.message}")
+                responses[key] = sampled
+        responses.update(await question.ask_all(elicits))
+        return responses
+
+    async def _sample(
+        self, context: ClientRequestContext | None, params: mt.CreateMessageRequestParams
+    ) -> mt.CreateMessageResult | mt.ErrorData:
+        if self.sampler is None:
+            return mt.ErrorData(code=mt.INVALID_REQUEST, message="This hub has no model for sampling.")
+        messages: list[Message] = []
+        if params.system_prompt:
+            messages.append({"role": "system", "content": params.system_prompt})
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            text = "\n".join(b.text for b in blocks if isinstance(b, mt.TextContent))
+            messages.append({"role": message.role, "content": text})
+        turn = await self.sampler.complete(messages, [])
+        return mt.CreateMessageResult(
+            role="assistant",
+            content=mt.TextContent(type="text", text=turn.text or ""),
+            model=self.sampler.name,
+            stop_reason="endTurn",
+        )
+
+
+async def _no_roots(context: ClientRequestContext) -> mt.ListRootsResult:
+    return mt.ListRootsResult(roots=[])
+
+
+def _text(result: mt.CallToolResult) -> str:
+    parts = [b.text for b in result.content if isinstance(b, mt.TextContent)]
+    if parts:
+        return "\n".join(parts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content)
+    return ""
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost useful message of an exception (task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__

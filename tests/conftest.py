@@ -1,0 +1,140 @@
+"""Fixtures: official-SDK MCP servers in subprocesses, and the hub served by uvicorn, all on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from elicithub.config import Config, parse_config
+from elicithub.server.app import create_app
+
+SERVERS = Path(__file__).parent / "servers"
+USERS = [{"id": "alice", "token": "alice-secret"}, {"id": "bob", "token": "bob-secret-1"}]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+class McpProcess:
+    def __init__(self, script: str) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen([sys.executable, str(SERVERS / script), str(self.port)])
+        wait_for_port(self.port)
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def legacy_server() -> Iterator[McpProcess]:
+    server = McpProcess("legacy_server.py")
+    yield server
+    server.kill()
+
+
+@pytest.fixture(scope="session")
+def mrtr_server() -> Iterator[McpProcess]:
+    server = McpProcess("mrtr_server.py")
+    yield server
+    server.kill()
+
+
+class RunningHub:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(
+            uvicorn.Config(create_app(config), host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def client(self, user: str | None = "alice") -> httpx.Client:
+        headers = {"x-supports-elicitation": "true"}
+        if user is not None:
+            headers["authorization"] = f"Bearer {next(u['token'] for u in USERS if u['id'] == user)}"
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+    def answer(self, user: str, conversation_id: str, elicitation_id: str, action: str, content: Any = None) -> httpx.Response:
+        body = {"conversationId": conversation_id, "elicitationId": elicitation_id, "action": action}
+        if content is not None:
+            body["content"] = content
+        with self.client(user) as client:
+            return client.post("/run/api/elicitation-responses", json=body)
+
+
+HubFactory = Callable[..., RunningHub]
+
+
+@pytest.fixture
+def make_hub(
+    legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path
+) -> Iterator[HubFactory]:
+    hubs: list[RunningHub] = []
+
+    def make(**overrides: Any) -> RunningHub:
+        data: dict[str, Any] = {
+            "store": {"url": f"sqlite:///{tmp_path / 'hub.db'}"},
+            "users": USERS,
+            "mcp_servers": [
+                {"id": "legacy", "url": legacy_server.url, "protocol": "legacy"},
+                {"id": "mrtr", "url": mrtr_server.url},
+            ],
+        }
+        data.update(overrides)
+        hub = RunningHub(parse_config(data))
+        hubs.append(hub)
+        return hub
+
+    yield make
+    for hub in hubs:
+        hub.stop()
+
+
+@pytest.fixture
+def hub(make_hub: HubFactory) -> RunningHub:
+    return make_hub()
+
+
+def sse_data(response: httpx.Response) -> Iterator[Any]:
+    """The JSON payloads of an SSE response, in order; `[DONE]` ends it."""
+    for line in response.iter_lines():
+        if line.startswith("data: "):
+            payload = line.removeprefix("data: ")
+            if payload == "[DONE]":
+                return
+            yield json.loads(payload)

@@ -1,0 +1,111 @@
+"""A 2026-07-28 era MCP server (official SDK low-level Server) that asks by returning InputRequiredResult."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Any
+
+import uvicorn
+from mcp.server import Server, ServerRequestContext
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    ListRootsRequest,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
+
+REGION = {
+    "type": "object",
+    "properties": {
+        "region": {
+            "type": "string",
+            "title": "Region",
+            "oneOf": [{"const": "us-east-1", "title": "US East"}, {"const": "eu-west-1", "title": "EU West"}],
+        }
+    },
+    "required": ["region"],
+}
+CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Go ahead?"}}, "required": ["confirm"]}
+
+
+def ask(message: str, schema: dict[str, Any]) -> ElicitRequest:
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def state_for(name: str, step: str) -> str:
+    # The hub must echo this byte for byte; a digest makes any change visible.
+    return f"{step}:{name}:{hashlib.sha256(f'{step}/{name}'.encode()).hexdigest()[:16]}"
+
+
+def text(value: str, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=value)], is_error=error)
+
+
+def answered(params: CallToolRequestParams, key: str) -> ElicitResult | None:
+    value = (params.input_responses or {}).get(key)
+    return value if isinstance(value, ElicitResult) else None
+
+
+def tool(name: str, description: str) -> Tool:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    return Tool(name=name, description=description, input_schema=schema)
+
+
+async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
+    return ListToolsResult(
+        tools=[
+            tool("provision", "Provision a database; asks which region."),
+            tool("deploy", "Deploy a service; asks region and confirmation together."),
+            tool("forever", "Asks for roots forever."),
+            tool("later", "Says 'not yet' once, then answers."),
+        ]
+    )
+
+
+async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult | InputRequiredResult:
+    name = str((params.arguments or {}).get("name", "db"))
+    if params.name == "provision":
+        answer = answered(params, "region")
+        if answer is None:
+            return InputRequiredResult(
+                input_requests={"region": ask(f"Which region should {name} live in?", REGION)},
+                request_state=state_for(name, "region"),
+            )
+        if params.request_state != state_for(name, "region"):
+            return text("request_state was altered", error=True)
+        if answer.action != "accept" or answer.content is None:
+            return text(f"Provisioning of {name} stopped: the user chose {answer.action}.", error=True)
+        return text(f"Provisioned {name} in {answer.content['region']}.")
+    if params.name == "deploy":
+        region, confirm = answered(params, "region"), answered(params, "confirm")
+        if region is None or confirm is None:
+            return InputRequiredResult(
+                input_requests={"region": ask("Which region?", REGION), "confirm": ask(f"Deploy {name}?", CONFIRM)},
+                request_state=state_for(name, "deploy"),
+            )
+        if region.content is None or confirm.content is None or not confirm.content.get("confirm"):
+            return text(f"Deploy of {name} not confirmed.", error=True)
+        return text(f"Deployed {name} to {region.content['region']}.")
+    if params.name == "forever":
+        round_no = int((params.request_state or "0").split(":")[0]) + 1
+        # Roots are answered by the hub itself, so this loops without a person until the round cap stops it.
+        return InputRequiredResult(input_requests={f"roots{round_no}": ListRootsRequest()}, request_state=f"{round_no}:more")
+    if params.name == "later":
+        if params.request_state != "waited":
+            return InputRequiredResult(request_state="waited")
+        return text("Done after waiting.")
+    return text(f"unknown tool {params.name}", error=True)
+
+
+server = Server("mrtr-provisioner", on_list_tools=list_tools, on_call_tool=call_tool)
+
+if __name__ == "__main__":
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
