@@ -169,6 +169,7 @@ REJECTED_PROPERTIES = {
         "enum and oneOf cannot be combined",
     ),
     "enum combined with maxLength": ({"type": "string", "enum": ["a"], "maxLength": 3}, "maxLength cannot be"),
+    "oneOf not a list": ({"type": "string", "oneOf": "a"}, "oneOf must be a list of {const, title} objects"),
     "empty oneOf": ({"type": "string", "oneOf": []}, "oneOf must not be empty"),
     "oneOf entry without title": ({"type": "string", "oneOf": [{"const": "a"}]}, "must have a string const and"),
     "duplicated oneOf const": (

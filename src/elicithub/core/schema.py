@@ -89,10 +89,7 @@ def validate_requested_schema(schema: Mapping[str, Any]) -> None:
 
 
 def validate_content(schema: Mapping[str, Any], content: Mapping[str, Any] | None) -> list[FieldError]:
-    """Check an answer against a valid schema; returns [] when valid, otherwise the first problem of each field.
-
-    A None value counts as absent, matching how forms report cleared fields.
-    """
+    """Check an answer against a valid schema: [] when valid, else the first problem of each field (None = absent)."""
     if not isinstance(content, Mapping):
         return [FieldError("", "content must be an object")]
     properties = _properties(schema)
@@ -243,14 +240,10 @@ def _check_choices(values: Any, key: str) -> list[str]:
 def _check_titled_choices(options: Any, key: str) -> list[str]:
     if not isinstance(options, list):
         raise _Invalid(f"{key} must be a list of {{const, title}} objects")
-    for option in options:
-        if not (
-            isinstance(option, Mapping)
-            and isinstance(option.get("const"), str)
-            and isinstance(option.get("title"), str)
-        ):
-            raise _Invalid(f"{key} entries must have a string const and a string title")
-    return _check_choices([option["const"] for option in options], key)
+    consts = [o.get("const") if isinstance(o, Mapping) and isinstance(o.get("title"), str) else None for o in options]
+    if not all(isinstance(const, str) for const in consts):
+        raise _Invalid(f"{key} entries must have a string const and a string title")
+    return _check_choices(consts, key)
 
 
 def _check_size_bounds(prop: Mapping[str, Any], low_key: str, high_key: str) -> tuple[int | None, int | None]:

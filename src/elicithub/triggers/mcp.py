@@ -167,9 +167,10 @@ class McpBridge:
         try:
             async with self._client(server, question) as client:
                 result = await self._call_rounds(client, tool, arguments, question)
-        except Refused as exc:
-            return ToolOutcome(str(exc), is_error=True)
         except Exception as exc:
+            refused = _leaf(exc)
+            if isinstance(refused, Refused):
+                return ToolOutcome(str(refused), is_error=True)
             if question.failure is not None:
                 return ToolOutcome(question.failure, is_error=True)
             log.warning("call to %s failed: %s", name, _reason(exc))
@@ -257,8 +258,13 @@ def _text(result: mt.CallToolResult) -> str:
     return ""
 
 
-def _reason(exc: BaseException) -> str:
-    """The innermost useful message of an exception (task groups wrap them)."""
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside the groups task groups wrap it in."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    return str(exc) or type(exc).__name__
+    return exc
+
+
+def _reason(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    return str(leaf) or type(leaf).__name__
