@@ -592,8 +592,12 @@ KEYWORDS = [
     "$ref",
 ]
 json_keys = st.sampled_from(KEYWORDS) | short_text
+junk_properties = st.dictionaries(
+    short_text, st.dictionaries(st.sampled_from(KEYWORDS), st.deferred(lambda: json_junk))
+)
 json_junk = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | short_text | st.sampled_from(KEYWORDS),
+    # Huge ints overflow float conversion, a classic way for numeric checks to crash.
+    st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400)]) | st.floats() | short_text,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(json_keys, children, max_size=5),
     max_leaves=20,
 )
@@ -608,7 +612,7 @@ def mutated_schemas(draw: st.DrawFn) -> Any:
     )
     if draw(st.booleans()) and "items" in target:
         target = target["items"]
-    target[draw(json_keys)] = draw(json_junk)
+    target[draw(st.sampled_from(sorted(target)) | st.sampled_from(KEYWORDS))] = draw(json_junk)
     return schema
 
 
@@ -641,7 +645,11 @@ def test_one_value_of_the_wrong_type_gives_exactly_one_error_for_that_field(
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.one_of(json_junk, mutated_schemas(), st.fixed_dictionaries({"type": st.just("object"), "properties": json_junk}))
+    st.one_of(
+        json_junk,
+        mutated_schemas(),
+        st.fixed_dictionaries({"type": st.just("object"), "properties": json_junk | junk_properties}),
+    )
 )
 def test_junk_schemas_only_ever_raise_schema_error(schema: Any) -> None:
     try:

@@ -25,6 +25,9 @@ class EventBus(Generic[T]):
     def subscribers(self, key: str) -> int:
         return len(self._queues.get(key, ()))
 
+    def total_subscribers(self) -> int:
+        return sum(len(queues) for queues in self._queues.values())
+
     @asynccontextmanager
     async def subscribe(self, key: str) -> AsyncIterator[asyncio.Queue[T]]:
         queue: asyncio.Queue[T] = asyncio.Queue()
