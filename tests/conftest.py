@@ -89,7 +89,9 @@ class RunningHub:
             headers["authorization"] = f"Bearer {next(u['token'] for u in USERS if u['id'] == user)}"
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
-    def answer(self, user: str, conversation_id: str, elicitation_id: str, action: str, content: Any = None) -> httpx.Response:
+    def answer(
+        self, user: str, conversation_id: str, elicitation_id: str, action: str, content: Any = None
+    ) -> httpx.Response:
         body = {"conversationId": conversation_id, "elicitationId": elicitation_id, "action": action}
         if content is not None:
             body["content"] = content
@@ -101,9 +103,7 @@ HubFactory = Callable[..., RunningHub]
 
 
 @pytest.fixture
-def make_hub(
-    legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path
-) -> Iterator[HubFactory]:
+def make_hub(legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path) -> Iterator[HubFactory]:
     hubs: list[RunningHub] = []
 
     def make(**overrides: Any) -> RunningHub:

@@ -12,7 +12,9 @@ from openai.types.chat import ChatCompletionChunk
 from tests.conftest import HubFactory, McpProcess, RunningHub
 
 
-def chat(hub: RunningHub, text: str, *, user: str = "alice", elicitation: bool = True, **kw: Any) -> Stream[ChatCompletionChunk]:
+def chat(
+    hub: RunningHub, text: str, *, user: str = "alice", elicitation: bool = True, **kw: Any
+) -> Stream[ChatCompletionChunk]:
     token = {"alice": "alice-secret", "bob": "bob-secret-1"}[user]
     headers = {"x-supports-elicitation": "true"} if elicitation else {}
     client = OpenAI(base_url=f"{hub.url}/run/v1", api_key=token, default_headers=headers, max_retries=0)
@@ -55,20 +57,29 @@ def run_answering(hub: RunningHub, text: str, answers: list[tuple[str, Any]]) ->
 
 
 def test_legacy_form_question_answered_returns_the_tool_result(hub: RunningHub) -> None:
-    text, events = run_answering(hub, '/call legacy.provision {"name": "orders"}', [("accept", {"region": "eu-west-1"})])
+    text, events = run_answering(
+        hub, '/call legacy.provision {"name": "orders"}', [("accept", {"region": "eu-west-1"})]
+    )
     request = events[0]
     assert request["mode"] == "form"
     assert request["message"] == "Which region should orders live in?"
     assert request["context"] == {"trigger": "mcp_elicitation", "serverId": "legacy", "toolName": "provision"}
     assert request["requestedSchema"]["properties"]["region"]["enum"] == ["us-east-1", "eu-west-1"]
     assert request["expiresAt"].endswith("Z")
-    assert events[1] == {"type": "elicitation-resolved", "elicitationId": request["elicitationId"], "outcome": "accepted"}
+    assert events[1] == {
+        "type": "elicitation-resolved",
+        "elicitationId": request["elicitationId"],
+        "outcome": "accepted",
+    }
     assert text == "Provisioned orders in eu-west-1."
 
 
 def test_mrtr_form_question_answered_returns_the_tool_result(hub: RunningHub) -> None:
     text, events = run_answering(hub, '/call mrtr.provision {"name": "orders"}', [("accept", {"region": "us-east-1"})])
-    assert events[0]["requestedSchema"]["properties"]["region"]["oneOf"][0] == {"const": "us-east-1", "title": "US East"}
+    assert events[0]["requestedSchema"]["properties"]["region"]["oneOf"][0] == {
+        "const": "us-east-1",
+        "title": "US East",
+    }
     assert events[0]["context"]["serverId"] == "mrtr"
     assert text == "Provisioned orders in us-east-1."
 
@@ -86,8 +97,15 @@ def test_two_questions_in_one_mrtr_round_are_asked_together(hub: RunningHub) -> 
                 # Both are on the stream before either is answered.
                 by_message = {r["message"]: r["elicitationId"] for r in requests}
                 conv = conversation(stream)
-                assert hub.answer("alice", conv, by_message["Deploy web?"], "accept", {"confirm": True}).status_code == 200
-                assert hub.answer("alice", conv, by_message["Which region?"], "accept", {"region": "eu-west-1"}).status_code == 200
+                assert (
+                    hub.answer("alice", conv, by_message["Deploy web?"], "accept", {"confirm": True}).status_code == 200
+                )
+                assert (
+                    hub.answer(
+                        "alice", conv, by_message["Which region?"], "accept", {"region": "eu-west-1"}
+                    ).status_code
+                    == 200
+                )
     assert len(requests) == 2
     assert "".join(texts) == "Deployed web to eu-west-1."
 
@@ -139,11 +157,14 @@ def test_without_the_header_no_event_is_sent_and_the_tool_fails_at_once(hub: Run
 
 
 def test_an_anonymous_chat_gets_the_immediate_error_too(hub: RunningHub) -> None:
-    with hub.client(user=None) as client, client.stream(
-        "POST",
-        "/run/v1/chat/completions",
-        json={"messages": [{"role": "user", "content": '/call mrtr.provision {"name": "x"}'}], "stream": True},
-    ) as response:
+    with (
+        hub.client(user=None) as client,
+        client.stream(
+            "POST",
+            "/run/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": '/call mrtr.provision {"name": "x"}'}], "stream": True},
+        ) as response,
+    ):
         body = response.read().decode()
     assert response.status_code == 200
     assert "elicitation-request" not in body
@@ -181,3 +202,20 @@ def test_downstream_server_dying_mid_question_ends_the_stream_cleanly(make_hub: 
     finally:
         doomed.kill()
         doomed_mrtr.kill()
+
+
+def test_sampling_requests_are_answered_by_the_hubs_model(hub: RunningHub) -> None:
+    text = "".join(str(i) for i in items(chat(hub, "/call mrtr.summarize {}")))
+    assert text.startswith("scripted wrote ") and "starting 'Call a to'" in text
+
+
+def test_stdio_server_asks_and_gets_the_answer(make_hub: HubFactory) -> None:
+    import sys
+
+    from tests.conftest import SERVERS
+
+    command = [sys.executable, str(SERVERS / "legacy_server.py"), "stdio"]
+    hub = make_hub(mcp_servers=[{"id": "local", "command": command, "protocol": "legacy"}])
+    text, events = run_answering(hub, '/call local.provision {"name": "cache"}', [("accept", {"region": "us-east-1"})])
+    assert events[0]["context"]["serverId"] == "local"
+    assert text == "Provisioned cache in us-east-1."

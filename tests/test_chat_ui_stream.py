@@ -122,9 +122,14 @@ def test_malformed_answer_bodies_name_the_field(hub: RunningHub) -> None:
 
 def test_fast_path_answer_while_the_original_stream_is_open_continues_there(hub: RunningHub) -> None:
     stream, part = ask(hub, "conv-fast-open")
-    with hub.client() as client, client.stream(
-        "POST", "/run/api/chat", json=ui_body("conv-fast-open", answer_part(part["id"], "accept", {"region": "us-east-1"}))
-    ) as response:
+    with (
+        hub.client() as client,
+        client.stream(
+            "POST",
+            "/run/api/chat",
+            json=ui_body("conv-fast-open", answer_part(part["id"], "accept", {"region": "us-east-1"})),
+        ) as response,
+    ):
         assert response.status_code == 200
         short = list(sse_data(response))
     assert [p["type"] for p in short] == ["start", "data-elicitation-resolved", "finish"]
@@ -167,7 +172,14 @@ def test_openai_fast_path_is_a_user_message_holding_the_answer_json(hub: Running
     import json
 
     stream, part = ask(hub, "conv-openai-fast")
-    message = json.dumps({"type": "elicitation-response", "elicitationId": part["id"], "action": "accept", "content": {"region": "eu-west-1"}})
+    message = json.dumps(
+        {
+            "type": "elicitation-response",
+            "elicitationId": part["id"],
+            "action": "accept",
+            "content": {"region": "eu-west-1"},
+        }
+    )
     with hub.client() as client:
         response = client.post(
             "/run/v1/chat/completions",
@@ -185,9 +197,12 @@ def test_a_new_ordinary_message_cancels_the_pending_question(hub: RunningHub) ->
     old_rest: list[dict[str, Any]] = []
     reader = threading.Thread(target=lambda: old_rest.extend(stream.rest()))
     reader.start()
-    with hub.client() as client, client.stream(
-        "POST", "/run/api/chat", json=ui_body("conv-mind", text_part('/call legacy.echo {"text": "instead"}'))
-    ) as response:
+    with (
+        hub.client() as client,
+        client.stream(
+            "POST", "/run/api/chat", json=ui_body("conv-mind", text_part('/call legacy.echo {"text": "instead"}'))
+        ) as response,
+    ):
         new_parts = list(sse_data(response))
     reader.join(timeout=20)
     resolved = next(p for p in old_rest if p["type"] == "data-elicitation-resolved")
@@ -201,9 +216,12 @@ def test_a_new_ordinary_message_cancels_the_pending_question(hub: RunningHub) ->
 
 def test_idle_stream_carries_keep_alive_comments(make_hub: HubFactory) -> None:
     hub = make_hub(streams={"keepalive_s": 0.2})
-    with hub.client() as client, client.stream(
-        "POST", "/run/api/chat", json=ui_body("conv-ka", text_part('/call mrtr.provision {"name": "x"}'))
-    ) as response:
+    with (
+        hub.client() as client,
+        client.stream(
+            "POST", "/run/api/chat", json=ui_body("conv-ka", text_part('/call mrtr.provision {"name": "x"}'))
+        ) as response,
+    ):
         lines = response.iter_lines()
         eid = None
         for line in lines:

@@ -32,4 +32,7 @@ async def echo(text: str) -> str:
 
 
 if __name__ == "__main__":
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

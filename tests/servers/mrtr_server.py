@@ -11,6 +11,9 @@ from mcp.server import Server, ServerRequestContext
 from mcp_types import (
     CallToolRequestParams,
     CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
@@ -18,6 +21,7 @@ from mcp_types import (
     ListRootsRequest,
     ListToolsResult,
     PaginatedRequestParams,
+    SamplingMessage,
     TextContent,
     Tool,
 )
@@ -33,7 +37,11 @@ REGION = {
     },
     "required": ["region"],
 }
-CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Go ahead?"}}, "required": ["confirm"]}
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Go ahead?"}},
+    "required": ["confirm"],
+}
 
 
 def ask(message: str, schema: dict[str, Any]) -> ElicitRequest:
@@ -66,6 +74,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
             tool("deploy", "Deploy a service; asks region and confirmation together."),
             tool("forever", "Asks for roots forever."),
             tool("later", "Says 'not yet' once, then answers."),
+            tool("summarize", "Asks the client's model to write something."),
         ]
     )
 
@@ -97,11 +106,26 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
     if params.name == "forever":
         round_no = int((params.request_state or "0").split(":")[0]) + 1
         # Roots are answered by the hub itself, so this loops without a person until the round cap stops it.
-        return InputRequiredResult(input_requests={f"roots{round_no}": ListRootsRequest()}, request_state=f"{round_no}:more")
+        return InputRequiredResult(
+            input_requests={f"roots{round_no}": ListRootsRequest()}, request_state=f"{round_no}:more"
+        )
     if params.name == "later":
         if params.request_state != "waited":
             return InputRequiredResult(request_state="waited")
         return text("Done after waiting.")
+    if params.name == "summarize":
+        sampled = (params.input_responses or {}).get("draft")
+        if not isinstance(sampled, CreateMessageResult):
+            request = CreateMessageRequest(
+                params=CreateMessageRequestParams(
+                    messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hello"))],
+                    max_tokens=50,
+                )
+            )
+            return InputRequiredResult(input_requests={"draft": request}, request_state="sampling")
+        content = sampled.content
+        said = content.text if isinstance(content, TextContent) else "?"
+        return text(f"{sampled.model} wrote {len(said)} characters starting {said[:9]!r}.")
     return text(f"unknown tool {params.name}", error=True)
 
 

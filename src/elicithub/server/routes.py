@@ -93,7 +93,11 @@ def _parse_answer(raw: Any) -> ElicitationResponse:
 
 @router.get("/healthz")
 async def healthz(hub: HubDep) -> dict[str, Any]:
-    return {"status": "ok", "pendingElicitations": hub.broker.pending_here(), "openStreams": hub.bus.total_subscribers()}
+    return {
+        "status": "ok",
+        "pendingElicitations": hub.broker.pending_here(),
+        "openStreams": hub.bus.total_subscribers(),
+    }
 
 
 @router.post("/run/api/elicitation-responses")

@@ -117,7 +117,9 @@ class McpBridge:
             server.url if server.url else StdioServerParameters(command=server.command[0], args=server.command[1:])  # type: ignore[index]
         )
 
-        async def on_elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult | mt.ErrorData:
+        async def on_elicit(
+            context: ClientRequestContext, params: mt.ElicitRequestParams
+        ) -> mt.ElicitResult | mt.ErrorData:
             if question is None:
                 return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
             try:

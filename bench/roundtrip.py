@@ -1,0 +1,575 @@
+"""Round-trip latency of one elicitation: the official MCP SDK talking to the server directly vs a chat round via the hub.
+
+Run:  uv run python bench/roundtrip.py [--n 200] [--warmup 10]
+
+Four processes: this one (the clients, and a timestamping TCP proxy), the MRTR test server (tests/servers/mrtr_server.py),
+and two hubs started with `elicithub serve`: one pointed at the server, one pointed at the server through the proxy.
+Every mode runs once per iteration, interleaved (the order rotates), so drift on the machine hits all modes alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as mt
+from mcp import Client
+from mcp.client import ClientRequestContext
+
+ROOT = Path(__file__).resolve().parents[1]
+MRTR_SERVER = ROOT / "tests" / "servers" / "mrtr_server.py"
+TOKEN = "alice-secret"
+ARGS = {"name": "orders"}
+ANSWER = {"region": "eu-west-1"}
+EXPECTED = "Provisioned orders in eu-west-1."
+CHAT_BODY = {
+    "model": "scripted",
+    "stream": True,
+    "messages": [{"role": "user", "content": '/call mrtr.provision {"name": "orders"}'}],
+}
+
+now = time.perf_counter  # CLOCK_MONOTONIC on Linux; every timestamp below is taken in this process.
+
+
+# --- processes ---------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def elicithub_command() -> list[str]:
+    script = Path(sys.executable).parent / "elicithub"
+    if script.exists():
+        return [str(script)]
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("neither the elicithub script next to this python nor uv was found")
+    return [uv, "run", "elicithub"]
+
+
+def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[bytes], str]:
+    config = {
+        "store": {"url": "memory://"},
+        "users": [{"id": "alice", "token": TOKEN}],
+        "mcp_servers": [{"id": "mrtr", "url": mcp_url}],
+        "elicitation": {"timeout_s": 60},
+    }
+    path = workdir / f"{name}.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    port = free_port()
+    log = (workdir / f"{name}.log").open("wb")
+    process = subprocess.Popen(
+        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port)],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    wait_for_port(port, process)
+    return process, f"http://127.0.0.1:{port}"
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# --- the timestamping proxy ----------------------------------------------------------------------------------------
+
+# (direction, bytes to look for, mark name). "up" is hub -> MCP server, "down" is MCP server -> hub.
+MARKERS = [
+    ("up", b"server/discover", "discover_sent"),
+    ("up", b"tools/list", "tools_list_sent"),
+    ("up", b"inputResponses", "retry_sent"),
+    ("up", b"tools/call", "call_sent"),  # the first tools/call of the round; the retry matches too but comes later
+    ("down", b"supportedVersions", "discover_answered"),
+    ("down", b"inputRequests", "input_required_received"),
+    ("down", EXPECTED.encode(), "result_received"),
+]
+
+
+class Proxy:
+    """A byte-for-byte TCP proxy in front of the MCP server that notes when given JSON-RPC messages pass.
+
+    A mark is the time this process read the first bytes containing the marker, just before forwarding them; only the
+    first occurrence after `reset()` counts. Connections opened and closed by the hub are counted too.
+    """
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.marks: dict[str, float] = {}
+        self.connections = 0
+        self.closed_at: float | None = None
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    def reset(self) -> None:
+        self.marks = {}
+        self.connections = 0
+        self.closed_at = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)  # TCP_NODELAY is on
+        await asyncio.gather(self._pipe(reader, up_writer, "up"), self._pipe(up_reader, writer, "down"))
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str) -> None:
+        tail = b""
+        try:
+            while data := await reader.read(65536):
+                t = now()
+                seen = tail + data
+                for where, marker, name in MARKERS:
+                    if where == direction and name not in self.marks and marker in seen:
+                        if name == "call_sent" and b"inputResponses" in seen:
+                            continue
+                        self.marks[name] = t
+                tail = seen[-64:]
+                writer.write(data)
+                await writer.drain()
+            if direction == "up":
+                self.closed_at = now()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+
+# --- the measured operations ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Samples:
+    """Named series of durations in seconds, one value per measured iteration."""
+
+    series: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, value: float) -> None:
+        self.series.setdefault(name, []).append(value)
+
+    def get(self, name: str) -> list[float]:
+        return self.series.get(name, [])
+
+
+def accept_answer() -> mt.ElicitResult:
+    return mt.ElicitResult(action="accept", content=ANSWER)
+
+
+def result_text(result: mt.CallToolResult | mt.InputRequiredResult | mt.Result) -> str:
+    assert isinstance(result, mt.CallToolResult), f"expected a CallToolResult, got {type(result).__name__}"
+    return "".join(b.text for b in result.content if isinstance(b, mt.TextContent))
+
+
+class Direct:
+    """The official SDK against the MCP server, with no hub."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.asked_at = 0.0
+        self.open_client: Client | None = None
+
+    async def callback(self, context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        self.asked_at = now()
+        return accept_answer()
+
+    async def sdk_reused(self, out: Samples | None) -> None:
+        """`client.call_tool` on a Client opened once; the SDK drives the InputRequiredResult loop."""
+        assert self.open_client is not None
+        t0 = now()
+        result = await self.open_client.call_tool("provision", ARGS)
+        t1 = now()
+        assert result_text(result) == EXPECTED
+        if out is not None:
+            out.add("sdk_reused.total", t1 - t0)
+
+    async def sdk_fresh(self, out: Samples | None) -> None:
+        """A new Client per call (what the hub does): connect, `call_tool`, close."""
+        t0 = now()
+        async with Client(self.url, elicitation_callback=self.callback) as client:
+            t1 = now()
+            result = await client.call_tool("provision", ARGS)
+            t2 = now()
+        t3 = now()
+        assert result_text(result) == EXPECTED
+        if out is not None:
+            out.add("sdk_fresh.total", t3 - t0)
+            out.add("sdk_fresh.connect", t1 - t0)
+            out.add("sdk_fresh.leg1", self.asked_at - t1)  # call sent -> callback runs with the question
+            out.add("sdk_fresh.leg2", t2 - self.asked_at)  # callback -> retry answered
+            out.add("sdk_fresh.close", t3 - t2)
+
+    async def manual_open(self, out: Samples | None) -> None:
+        """Both legs by hand with `client.session.call_tool(..., allow_input_required=True)` on the open Client."""
+        assert self.open_client is not None
+        session = self.open_client.session
+        t0 = now()
+        first = await session.call_tool("provision", ARGS, allow_input_required=True)
+        t1 = now()
+        assert isinstance(first, mt.InputRequiredResult)
+        second = await session.call_tool(
+            "provision",
+            ARGS,
+            input_responses={"region": accept_answer()},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        t2 = now()
+        assert result_text(second) == EXPECTED
+        if out is not None:
+            out.add("manual_open.leg1", t1 - t0)
+            out.add("manual_open.leg2", t2 - t1)
+
+    async def manual_fresh(self, out: Samples | None) -> None:
+        """The hub's own downstream pattern without the hub: fresh Client(mode=auto, cache=None), legs by hand, close."""
+        t0 = now()
+        async with Client(self.url, mode="auto", cache=None) as client:
+            t1 = now()
+            first = await client.session.call_tool("provision", ARGS, allow_input_required=True)
+            t2 = now()
+            assert isinstance(first, mt.InputRequiredResult)
+            second = await client.session.call_tool(
+                "provision",
+                ARGS,
+                input_responses={"region": accept_answer()},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            t3 = now()
+        t4 = now()
+        assert result_text(second) == EXPECTED
+        if out is not None:
+            out.add("manual_fresh.connect", t1 - t0)
+            out.add("manual_fresh.leg1", t2 - t1)
+            out.add("manual_fresh.leg2", t3 - t2)
+            out.add("manual_fresh.close", t4 - t3)
+
+
+@dataclass
+class Round:
+    """Client-side timestamps of one chat round through the hub."""
+
+    sent: float = 0.0
+    headers: float = 0.0
+    question: float = 0.0
+    answer_sent: float = 0.0
+    answer_returned: float = 0.0
+    resolved: float = 0.0
+    result: float = 0.0
+    done: float = 0.0
+    text: str = ""
+
+
+class ThroughHub:
+    """A chat client: stream the chat request, answer the question with a second POST, read to [DONE]."""
+
+    def __init__(self, base_url: str, name: str, proxy: Proxy | None = None) -> None:
+        self.name = name
+        self.proxy = proxy
+        headers = {"authorization": f"Bearer {TOKEN}", "x-supports-elicitation": "true"}
+        limits = httpx.Limits(max_keepalive_connections=4)
+        self.http = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30, limits=limits)
+
+    async def answer(self, r: Round, conversation_id: str, elicitation_id: str) -> None:
+        body = {"conversationId": conversation_id, "elicitationId": elicitation_id, "action": "accept", "content": ANSWER}
+        r.answer_sent = now()
+        response = await self.http.post("/run/api/elicitation-responses", json=body)
+        r.answer_returned = now()
+        response.raise_for_status()
+
+    async def round(self, out: Samples | None) -> None:
+        if self.proxy is not None:
+            self.proxy.reset()
+        r = Round()
+        answering: asyncio.Task[None] | None = None
+        r.sent = now()
+        async with self.http.stream("POST", "/run/v1/chat/completions", json=CHAT_BODY) as response:
+            r.headers = now()
+            response.raise_for_status()
+            conversation_id = response.headers["x-conversation-id"]
+            async for line in response.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                payload = line.removeprefix("data: ")
+                if payload == "[DONE]":
+                    r.done = now()
+                    break
+                content = json.loads(payload)["choices"][0]["delta"].get("content")
+                if not content:
+                    continue
+                if content.startswith('{"type": "elicitation-'):
+                    event = json.loads(content)
+                    if event["type"] == "elicitation-request":
+                        r.question = now()
+                        # Answer at once, concurrently: the stream keeps being read while the POST is in flight.
+                        answering = asyncio.create_task(self.answer(r, conversation_id, event["elicitationId"]))
+                    elif event["type"] == "elicitation-resolved":
+                        r.resolved = now()
+                else:
+                    r.result = r.result or now()
+                    r.text += content
+        assert answering is not None, "the hub never asked"
+        await answering
+        assert r.text == EXPECTED, f"unexpected text: {r.text!r}"
+        if out is not None:
+            self.record(r, out)
+
+    def record(self, r: Round, out: Samples) -> None:
+        n = self.name
+        out.add(f"{n}.total", r.done - r.sent)
+        out.add(f"{n}.to_question", r.question - r.sent)
+        out.add(f"{n}.answer_to_result", r.result - r.answer_sent)
+        out.add(f"{n}.answer_to_resolved", r.resolved - r.answer_sent)
+        out.add(f"{n}.answer_post", r.answer_returned - r.answer_sent)
+        out.add(f"{n}.result_to_done", r.done - r.result)
+        if self.proxy is None:
+            return
+        m = self.proxy.marks
+        out.add(f"{n}.refreshed_tools", 1.0 if "tools_list_sent" in m else 0.0)
+        out.add(f"{n}.connections", float(self.proxy.connections))
+        call_start = m.get("discover_sent", m["call_sent"])
+        out.add(f"{n}.sent_to_downstream_connect", call_start - r.sent)
+        if "discover_answered" in m:
+            out.add(f"{n}.discover_roundtrip", m["discover_answered"] - m["discover_sent"])
+            out.add(f"{n}.discovered_to_call", m["call_sent"] - m["discover_answered"])
+        out.add(f"{n}.sent_to_call", m["call_sent"] - r.sent)
+        out.add(f"{n}.server_leg1", m["input_required_received"] - m["call_sent"])
+        out.add(f"{n}.A_input_required_to_question", r.question - m["input_required_received"])
+        out.add(f"{n}.B_answer_to_retry", m["retry_sent"] - r.answer_sent)
+        out.add(f"{n}.server_leg2", m["result_received"] - m["retry_sent"])
+        out.add(f"{n}.C_result_to_client", r.result - m["result_received"])
+        if self.proxy.closed_at is not None:
+            out.add(f"{n}.downstream_close", self.proxy.closed_at - m["result_received"])
+
+    async def wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if (await self.http.get("/healthz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"hub {self.name} is not healthy")
+            await asyncio.sleep(0.1)
+
+
+# --- statistics and report -----------------------------------------------------------------------------------------
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (linear interpolation between closest ranks), in milliseconds."""
+    data = sorted(values)
+    if not data:
+        return float("nan")
+    pos = (len(data) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return 1000 * (data[lo] + (data[hi] - data[lo]) * (pos - lo))
+
+
+def sums(*series: list[float]) -> list[float]:
+    return [sum(values) for values in zip(*series, strict=True)]
+
+
+def table(rows: list[tuple[str, list[float], str]]) -> Iterator[str]:
+    yield "| measurement | p50 ms | p95 ms | what it is |"
+    yield "|---|---:|---:|---|"
+    for name, values, what in rows:
+        yield f"| {name} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | {what} |"
+
+
+def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
+    g = s.get
+    lines = [f"N = {n} measured iterations per mode (after {warmup} warm-up iterations), {elapsed:.0f} s in all.", ""]
+
+    lines += ["## End to end: one tool call with one form question, answered at once", ""]
+    lines += table(
+        [
+            ("direct SDK, Client reused", g("sdk_reused.total"), "`client.call_tool` on one open Client; SDK loop"),
+            ("direct SDK, fresh Client", g("sdk_fresh.total"), "`async with Client(url)` + `call_tool` + close"),
+            ("through the hub", g("hub.total"), "chat POST sent -> `[DONE]` read, incl. the answer POST"),
+            ("through the hub via proxy", g("probe.total"), "same, hub's downstream traffic via the timing proxy"),
+        ]
+    )
+    lines += ["", "| ratio hub / direct | p50 | p95 |", "|---|---:|---:|"]
+    for label, direct in (("vs fresh Client (fair)", "sdk_fresh.total"), ("vs reused Client", "sdk_reused.total")):
+        p50 = pct(g("hub.total"), 50) / pct(g(direct), 50)
+        p95 = pct(g("hub.total"), 95) / pct(g(direct), 95)
+        lines.append(f"| {label} | {p50:.2f}x | {p95:.2f}x |")
+
+    lines += ["", "## The two legs, measured directly with the SDK (no hub)", ""]
+    lines += table(
+        [
+            ("open session: leg 1", g("manual_open.leg1"), "`session.call_tool(allow_input_required=True)` -> IRR"),
+            ("open session: leg 2", g("manual_open.leg2"), "retry with `input_responses`+`request_state` -> result"),
+            ("fresh Client: connect", g("manual_fresh.connect"), "`Client(url, mode=auto, cache=None).__aenter__`"),
+            ("fresh Client: leg 1", g("manual_fresh.leg1"), "as above, first call on the new connection"),
+            ("fresh Client: leg 2", g("manual_fresh.leg2"), "as above"),
+            ("fresh Client: close", g("manual_fresh.close"), "`__aexit__`"),
+            ("SDK loop, fresh: connect", g("sdk_fresh.connect"), "`Client(url).__aenter__` (default cache)"),
+            ("SDK loop, fresh: leg 1", g("sdk_fresh.leg1"), "`call_tool` sent -> elicitation callback runs"),
+            ("SDK loop, fresh: leg 2", g("sdk_fresh.leg2"), "callback runs -> `call_tool` returns"),
+        ]
+    )
+
+    lines += ["", "## Through the hub, from the chat client's side", ""]
+    lines += table(
+        [
+            ("to question", g("hub.to_question"), "chat POST sent -> elicitation-request chunk parsed"),
+            ("answer -> result", g("hub.answer_to_result"), "answer POST sent -> result text chunk parsed"),
+            ("answer -> resolved event", g("hub.answer_to_resolved"), "answer POST sent -> elicitation-resolved chunk"),
+            ("answer POST", g("hub.answer_post"), "answer POST sent -> its 200 read (runs concurrently)"),
+            ("result -> [DONE]", g("hub.result_to_done"), "result text chunk -> `[DONE]`"),
+        ]
+    )
+
+    fresh_leg1 = sums(g("manual_fresh.connect"), g("manual_fresh.leg1"))
+    fresh_leg2 = sums(g("manual_fresh.leg2"), g("manual_fresh.close"))
+    lines += ["", "## Hub overhead per question, by subtraction (difference of percentiles of unpaired samples)", ""]
+    lines += ["| overhead | p50 ms | p95 ms | computed as |", "|---|---:|---:|---|"]
+    for label, hub, direct, how in (
+        ("(a) vs open session", "hub.to_question", g("manual_open.leg1"), "hub to-question - open-session leg 1"),
+        ("(a) vs fresh Client", "hub.to_question", fresh_leg1, "hub to-question - (fresh connect + leg 1)"),
+        ("(b) vs open session", "hub.answer_to_result", g("manual_open.leg2"), "hub answer->result - open leg 2"),
+        ("(b) vs fresh Client", "hub.answer_to_result", fresh_leg2, "hub answer->result - (fresh leg 2 + close)"),
+    ):
+        d50 = pct(g(hub), 50) - pct(direct, 50)
+        d95 = pct(g(hub), 95) - pct(direct, 95)
+        lines.append(f"| {label} | {d50:.2f} | {d95:.2f} | {how} |")
+
+    p = "probe"
+    lines += ["", "## Hub overhead per question, timed at the wire (per-iteration differences, hub via proxy)", ""]
+    lines += table(
+        [
+            ("chat POST -> downstream connect", g(f"{p}.sent_to_downstream_connect"), "-> hub's `server/discover` seen"),
+            ("discover round trip", g(f"{p}.discover_roundtrip"), "discover seen -> its answer seen"),
+            ("discovered -> tools/call", g(f"{p}.discovered_to_call"), "discover answer seen -> tools/call seen"),
+            ("chat POST -> tools/call", g(f"{p}.sent_to_call"), "all hub work before the first downstream call"),
+            ("server leg 1", g(f"{p}.server_leg1"), "tools/call seen -> InputRequiredResult seen"),
+            ("**(a) IRR -> question**", g(f"{p}.A_input_required_to_question"), "IRR seen -> event parsed by client"),
+            ("**(b) answer -> retry**", g(f"{p}.B_answer_to_retry"), "answer POST sent -> retry tools/call seen"),
+            ("server leg 2", g(f"{p}.server_leg2"), "retry seen -> result seen"),
+            ("(c) result -> client", g(f"{p}.C_result_to_client"), "result seen -> result text parsed by client"),
+            ("downstream close", g(f"{p}.downstream_close"), "result seen -> hub closes the downstream connection"),
+        ]
+    )
+    refreshed = int(sum(g(f"{p}.refreshed_tools")))
+    conns = g(f"{p}.connections")
+    lines += [
+        "",
+        f"Proxied rounds that also refreshed the hub's tools/list cache (30 s TTL): {refreshed} of {len(conns)}; "
+        f"downstream TCP connections per round: {min(conns, default=0):.0f}..{max(conns, default=0):.0f}.",
+    ]
+    return "\n".join(lines)
+
+
+# --- main ----------------------------------------------------------------------------------------------------------
+
+
+async def measure(n: int, warmup: int, mcp_url: str, proxy: Proxy, hub_url: str, probe_url: str) -> Samples:
+    samples = Samples()
+    direct = Direct(mcp_url)
+    hub = ThroughHub(hub_url, "hub")
+    probe = ThroughHub(probe_url, "probe", proxy)
+    await hub.wait_ready()
+    await probe.wait_ready()
+    async with Client(mcp_url, elicitation_callback=direct.callback) as client:
+        direct.open_client = client
+        modes: list[Callable[[Samples | None], Awaitable[None]]] = [
+            direct.sdk_reused,
+            direct.sdk_fresh,
+            direct.manual_open,
+            direct.manual_fresh,
+            hub.round,
+            probe.round,
+        ]
+        for i in range(warmup + n):
+            out = samples if i >= warmup else None
+            k = i % len(modes)
+            for mode in modes[k:] + modes[:k]:
+                await mode(out)
+            if (i + 1) % 50 == 0:
+                print(f"  {i + 1}/{warmup + n} iterations", file=sys.stderr, flush=True)
+    await hub.http.aclose()
+    await probe.http.aclose()
+    return samples
+
+
+async def amain(n: int, warmup: int) -> None:
+    started = now()
+    processes: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory(prefix="elicithub-bench-") as tmp:
+        workdir = Path(tmp)
+        try:
+            mcp_port = free_port()
+            server_log = (workdir / "mrtr.log").open("wb")
+            mrtr = subprocess.Popen(
+                [sys.executable, str(MRTR_SERVER), str(mcp_port)], cwd=ROOT, stdout=server_log, stderr=subprocess.STDOUT
+            )
+            processes.append(mrtr)
+            wait_for_port(mcp_port, mrtr)
+            mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+            proxy = Proxy(mcp_port)
+            await proxy.start()
+            hub, hub_url = start_hub(workdir, "hub", mcp_url)
+            processes.append(hub)
+            probe, probe_url = start_hub(workdir, "probe", f"http://127.0.0.1:{proxy.port}/mcp")
+            processes.append(probe)
+            samples = await measure(n, warmup, mcp_url, proxy, hub_url, probe_url)
+        finally:
+            for process in processes:
+                stop(process)
+    print(report(samples, n, warmup, now() - started))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--n", type=int, default=200, help="measured iterations per mode (default 200)")
+    parser.add_argument("--warmup", type=int, default=10, help="warm-up iterations, not counted (default 10)")
+    args = parser.parse_args()
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    asyncio.run(amain(args.n, args.warmup))
+
+
+if __name__ == "__main__":
+    main()

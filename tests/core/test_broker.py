@@ -1,0 +1,457 @@
+"""The broker against both embedded stores: request / respond / end / expire / cancel / purge, and races."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from elicithub.core.broker import Broker, Resolution
+from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitation, utcnow
+from elicithub.core.errors import AlreadyResolved, Expired, InvalidContent, NotFound
+from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
+from elicithub.core.schema import FieldError
+from elicithub.store import MemoryStore, SqliteStore
+from elicithub.store.base import Store
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "enum": ["eu", "us"]},
+        "replicas": {"type": "integer", "minimum": 1},
+    },
+    "required": ["region"],
+}
+EU = Answer("accept", {"region": "eu"})
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    opened: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "hub.db")
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def broker(store: Store) -> Broker:
+    return Broker(store, EventBus[StreamEvent]())
+
+
+_streams = iter(range(1_000_000))
+
+
+def question(timeout_s: float = 60, **overrides: Any) -> Elicitation:
+    values: dict[str, Any] = {
+        "conversation_id": "conv_1",
+        "user_id": "alice",
+        "stream_id": f"stream_{next(_streams)}",
+        "mode": "form",
+        "message": "Which region?",
+        "requested_schema": SCHEMA,
+        "context": {"trigger": "mcp_elicitation", "serverId": "deploy", "toolName": "provision"},
+    }
+    values.update(overrides)
+    return new_elicitation(timeout_s=timeout_s, **values)
+
+
+async def start(broker: Broker, elicitation: Elicitation) -> asyncio.Task[Resolution]:
+    """Start a waiting request in its own task and return once it has been published."""
+    async with broker.bus.subscribe(elicitation.stream_id) as queue:
+        task = asyncio.create_task(broker.request(elicitation))
+        with anyio.fail_after(5):
+            event = await queue.get()
+    assert event == ElicitationRequested(elicitation)
+    return task
+
+
+async def finish(task: asyncio.Task[Resolution]) -> Resolution:
+    with anyio.fail_after(5):
+        return await task
+
+
+def drain(queue: asyncio.Queue[StreamEvent]) -> list[StreamEvent]:
+    events = []
+    while not queue.empty():
+        events.append(queue.get_nowait())
+    return events
+
+
+async def state_of(store: Store, elicitation_id: str) -> State:
+    stored = await store.get(elicitation_id)
+    assert stored is not None
+    return stored.state
+
+
+@pytest.mark.anyio
+async def test_request_publishes_on_its_stream_and_returns_the_answer(broker: Broker) -> None:
+    e = question()
+    async with broker.bus.subscribe(e.stream_id) as mine, broker.bus.subscribe("other") as other:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            assert await mine.get() == ElicitationRequested(e)
+        assert broker.pending_here() == 1
+        assert not task.done()
+
+        answer = Answer("accept", {"region": "us", "replicas": 3})
+        now = await broker.respond(e.id, answer, "alice", "conv_1")
+        waited = await finish(task)
+
+        assert now == waited == Resolution(e.id, "accepted", {"region": "us", "replicas": 3})
+        assert drain(mine) == [ElicitationResolved(e.id, "accepted")]
+        assert drain(other) == []
+    stored = await broker.store.get(e.id)
+    assert stored is not None
+    assert stored.state is State.ACCEPTED and stored.answer == answer and stored.resolved_at is not None
+    assert broker.pending_here() == 0
+
+
+@pytest.mark.anyio
+async def test_request_stores_the_elicitation_as_pending_before_publishing(broker: Broker) -> None:
+    e = question()
+    task = await start(broker, e)
+    assert await broker.lookup(e.id, "alice") == e
+    assert await state_of(broker.store, e.id) is State.PENDING
+    await broker.respond(e.id, Answer("decline"), "alice")
+    assert await finish(task) == Resolution(e.id, "declined", None)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_decline_and_cancel_wake_the_waiter_without_content(broker: Broker, action: str) -> None:
+    e = question()
+    task = await start(broker, e)
+    resolution = await broker.respond(e.id, Answer(action, {"region": "eu"}), "alice")  # type: ignore[arg-type]
+    outcome = {"decline": "declined", "cancel": "cancelled"}[action]
+    assert resolution == Resolution(e.id, outcome, None)  # type: ignore[arg-type]
+    assert await finish(task) == resolution
+
+
+@pytest.mark.anyio
+async def test_url_mode_accept_resolves_without_content(broker: Broker) -> None:
+    e = question(mode="url", requested_schema=None, url="http://127.0.0.1:8700/auth/connect?t=x")
+    task = await start(broker, e)
+    resolution = await broker.respond(e.id, Answer("accept", {"token": "leak"}), "alice")
+    assert resolution == Resolution(e.id, "accepted", None)
+    assert await finish(task) == resolution
+    stored = await broker.store.get(e.id)
+    assert stored is not None and stored.answer == Answer("accept")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("user_id", "conversation_id", "which"),
+    [("bob", None, None), (None, None, None), ("alice", "conv_other", None), ("alice", "conv_1", "eli_unknown")],
+    ids=["another-user", "no-user", "wrong-conversation", "unknown-id"],
+)
+async def test_respond_to_what_is_not_yours_is_not_found(
+    broker: Broker, user_id: str | None, conversation_id: str | None, which: str | None
+) -> None:
+    e = question()
+    task = await start(broker, e)
+    target = which or e.id
+    with pytest.raises(NotFound) as excinfo:
+        await broker.respond(target, EU, user_id, conversation_id)
+    assert excinfo.value.status == 404
+    assert target in str(excinfo.value)
+    with pytest.raises(NotFound):
+        await broker.lookup(target, user_id, conversation_id)
+    # Nothing happened to the real one; its owner can still answer.
+    assert await state_of(broker.store, e.id) is State.PENDING
+    assert not task.done()
+    assert await broker.respond(e.id, EU, "alice", "conv_1") == Resolution(e.id, "accepted", {"region": "eu"})
+    assert (await finish(task)).outcome == "accepted"
+
+
+@pytest.mark.anyio
+async def test_invalid_content_keeps_it_pending_then_a_valid_answer_works(broker: Broker) -> None:
+    e = question()
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            await queue.get()
+        with pytest.raises(InvalidContent) as excinfo:
+            await broker.respond(e.id, Answer("accept", {"region": "mars", "replicas": 0}), "alice")
+        assert excinfo.value.status == 422
+        assert {error.field for error in excinfo.value.errors} == {"region", "replicas"}
+        with pytest.raises(InvalidContent) as excinfo:
+            await broker.respond(e.id, Answer("accept", {}), "alice")
+        assert excinfo.value.errors == [FieldError("region", "is required")]
+
+        assert await state_of(broker.store, e.id) is State.PENDING
+        assert not task.done()
+        assert drain(queue) == []  # nothing resolved
+
+        resolution = await broker.respond(e.id, Answer("accept", {"region": "eu", "replicas": 2}), "alice")
+        assert resolution == Resolution(e.id, "accepted", {"region": "eu", "replicas": 2})
+        assert await finish(task) == resolution
+
+
+@pytest.mark.anyio
+async def test_same_answer_again_returns_the_same_outcome(broker: Broker) -> None:
+    e = question()
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            await queue.get()
+        first = await broker.respond(e.id, Answer("accept", {"region": "eu"}), "alice")
+        again = await broker.respond(e.id, Answer("accept", {"region": "eu"}), "alice", "conv_1")
+        assert first == again == Resolution(e.id, "accepted", {"region": "eu"})
+        assert await finish(task) == first
+        # The repeat is not a second resolution.
+        assert drain(queue) == [ElicitationResolved(e.id, "accepted")]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("second", [Answer("accept", {"region": "us"}), Answer("decline"), Answer("cancel")])
+async def test_second_conflicting_answer_is_already_resolved(broker: Broker, second: Answer) -> None:
+    e = question()
+    task = await start(broker, e)
+    await broker.respond(e.id, EU, "alice")
+    with pytest.raises(AlreadyResolved) as excinfo:
+        await broker.respond(e.id, second, "alice")
+    assert excinfo.value.status == 409
+    assert await finish(task) == Resolution(e.id, "accepted", {"region": "eu"})
+    stored = await broker.store.get(e.id)
+    assert stored is not None and stored.answer == EU
+
+
+@pytest.mark.anyio
+async def test_unanswered_request_expires_at_its_timeout(broker: Broker) -> None:
+    e = question(timeout_s=0.2)
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        with anyio.fail_after(5):
+            resolution = await broker.request(e)
+        assert resolution == Resolution(e.id, "expired", None)
+        assert drain(queue) == [ElicitationRequested(e), ElicitationResolved(e.id, "expired")]
+    assert await state_of(broker.store, e.id) is State.EXPIRED
+    assert broker.pending_here() == 0
+
+
+@pytest.mark.anyio
+async def test_respond_after_expiry_is_expired(broker: Broker) -> None:
+    e = question(timeout_s=0.1)
+    with anyio.fail_after(5):
+        assert (await broker.request(e)).outcome == "expired"
+    for answer in (EU, Answer("decline"), Answer("cancel")):
+        with pytest.raises(Expired) as excinfo:
+            await broker.respond(e.id, answer, "alice")
+        assert excinfo.value.status == 410
+    assert await state_of(broker.store, e.id) is State.EXPIRED
+
+
+@pytest.mark.anyio
+async def test_respond_past_deadline_without_waiter_expires_it(broker: Broker) -> None:
+    e = question(timeout_s=-1)
+    await broker.store.put(e)
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        with pytest.raises(Expired):
+            await broker.respond(e.id, EU, "alice")
+        assert drain(queue) == [ElicitationResolved(e.id, "expired")]
+    assert await state_of(broker.store, e.id) is State.EXPIRED
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_waiting_task_cancels_the_elicitation(broker: Broker) -> None:
+    e = question()
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            await queue.get()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert drain(queue) == [ElicitationResolved(e.id, "cancelled")]
+    stored = await broker.store.get(e.id)
+    assert stored is not None and stored.state is State.CANCELLED
+    assert broker.pending_here() == 0
+    # The person's late answer is a conflict with the cancellation, a late cancel is a repeat.
+    with pytest.raises(AlreadyResolved):
+        await broker.respond(e.id, EU, "alice")
+    assert await broker.respond(e.id, Answer("cancel"), "alice") == Resolution(e.id, "cancelled", None)
+
+
+@pytest.mark.anyio
+async def test_cancelling_through_an_anyio_cancel_scope_cancels_the_elicitation(broker: Broker) -> None:
+    # anyio (used by the MCP SDK and Starlette) re-delivers cancellation until the task ends, so the cleanup in
+    # request() must be finished, not merely started, by the time the cancelled task is done.
+    e = question()
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        async with anyio.create_task_group() as group:
+            group.start_soon(broker.request, e)
+            with anyio.fail_after(5):
+                await queue.get()
+            group.cancel_scope.cancel()
+        assert await state_of(broker.store, e.id) is State.CANCELLED
+        assert drain(queue) == [ElicitationResolved(e.id, "cancelled")]
+
+
+@pytest.mark.anyio
+async def test_cancelling_a_request_while_it_is_being_stored_raises_cancelled(broker: Broker) -> None:
+    # Warm the store's worker threads so the cancel can land while put() is still running in one of them.
+    await asyncio.gather(*(broker.store.get("warm-up") for _ in range(8)))
+    for _ in range(20):
+        e = question()
+        task = asyncio.create_task(broker.request(e))
+        await asyncio.sleep(0)  # the request is now inside store.put()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await state_of(broker.store, e.id) is State.CANCELLED
+    assert broker.pending_here() == 0
+
+
+@pytest.mark.anyio
+async def test_cancel_stream_cancels_every_pending_question_of_that_stream_only(broker: Broker) -> None:
+    a1, a2 = question(stream_id="stream_a"), question(stream_id="stream_a")
+    b = question(stream_id="stream_b")
+    t1, t2, tb = await start(broker, a1), await start(broker, a2), await start(broker, b)
+    async with broker.bus.subscribe("stream_a") as on_a, broker.bus.subscribe("stream_b") as on_b:
+        await broker.cancel_stream("stream_a")
+        assert await finish(t1) == Resolution(a1.id, "cancelled", None)
+        assert await finish(t2) == Resolution(a2.id, "cancelled", None)
+        assert sorted(drain(on_a), key=repr) == sorted(
+            [ElicitationResolved(a1.id, "cancelled"), ElicitationResolved(a2.id, "cancelled")], key=repr
+        )
+        assert drain(on_b) == []
+    assert await state_of(broker.store, a1.id) is State.CANCELLED
+    assert await state_of(broker.store, a2.id) is State.CANCELLED
+    assert await state_of(broker.store, b.id) is State.PENDING
+    assert not tb.done()
+    await broker.cancel_stream("stream_unknown")
+    assert await broker.respond(b.id, EU, "alice") == Resolution(b.id, "accepted", {"region": "eu"})
+    assert (await finish(tb)).outcome == "accepted"
+
+
+@pytest.mark.anyio
+async def test_expire_due_expires_stored_pending_questions_past_their_deadline(broker: Broker) -> None:
+    due = question(timeout_s=-5)
+    not_due = question(timeout_s=60)
+    answered = question(timeout_s=-5)
+    for e in (due, not_due, answered):
+        await broker.store.put(e)
+    assert await broker.store.transition(answered.id, State.DECLINED, Answer("decline"), utcnow())
+
+    async with broker.bus.subscribe(due.stream_id) as queue:
+        assert await broker.expire_due() == 1
+        assert drain(queue) == [ElicitationResolved(due.id, "expired")]
+    assert await state_of(broker.store, due.id) is State.EXPIRED
+    assert await state_of(broker.store, not_due.id) is State.PENDING
+    assert await state_of(broker.store, answered.id) is State.DECLINED
+    assert await broker.expire_due() == 0
+    with pytest.raises(Expired):
+        await broker.respond(due.id, EU, "alice")
+
+
+@pytest.mark.anyio
+async def test_end_reports_the_existing_outcome_and_unknown_ids_are_not_found(broker: Broker) -> None:
+    e = question()
+    await broker.store.put(e)
+    await broker.respond(e.id, Answer("decline"), "alice")
+    assert await broker.end(e.id, State.EXPIRED) == Resolution(e.id, "declined", None)
+    assert await state_of(broker.store, e.id) is State.DECLINED
+    with pytest.raises(NotFound):
+        await broker.end("eli_missing", State.CANCELLED)
+
+
+@pytest.mark.anyio
+async def test_purge_forgets_old_resolved_questions_only(broker: Broker) -> None:
+    old, recent, pending = question(), question(), question()
+    for e in (old, recent, pending):
+        await broker.store.put(e)
+    assert await broker.store.transition(old.id, State.DECLINED, Answer("decline"), utcnow() - timedelta(hours=2))
+    await broker.respond(recent.id, EU, "alice")
+
+    assert await broker.purge(timedelta(hours=1)) == 1
+    assert await broker.store.get(old.id) is None
+    with pytest.raises(NotFound):
+        await broker.respond(old.id, Answer("decline"), "alice")
+    assert await state_of(broker.store, recent.id) is State.ACCEPTED
+    assert await state_of(broker.store, pending.id) is State.PENDING
+    assert await broker.purge(timedelta(hours=1)) == 0
+
+
+@pytest.mark.anyio
+async def test_request_all_ends_each_question_independently(broker: Broker) -> None:
+    first, second = question(stream_id="stream_all"), question(stream_id="stream_all", timeout_s=0.2)
+    async with broker.bus.subscribe("stream_all") as queue:
+        task = asyncio.create_task(broker.request_all([first, second]))
+        with anyio.fail_after(5):
+            await queue.get()
+            await queue.get()
+        await broker.respond(first.id, EU, "alice")
+        with anyio.fail_after(5):
+            results = await task
+    assert results == [Resolution(first.id, "accepted", {"region": "eu"}), Resolution(second.id, "expired", None)]
+
+
+@pytest.mark.anyio
+async def test_fifty_concurrent_different_answers_exactly_one_wins(broker: Broker) -> None:
+    e = question()
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            await queue.get()
+        answers = [Answer("accept", {"region": "eu", "replicas": n}) for n in range(1, 51)]
+        with anyio.fail_after(10):
+            results = await asyncio.gather(
+                *(broker.respond(e.id, answer, "alice") for answer in answers), return_exceptions=True
+            )
+        wins = [r for r in results if isinstance(r, Resolution)]
+        losses = [r for r in results if isinstance(r, AlreadyResolved)]
+        assert len(wins) == 1
+        assert len(losses) == 49
+        winner = wins[0]
+        assert winner.outcome == "accepted"
+        assert await finish(task) == winner
+        stored = await broker.store.get(e.id)
+        assert stored is not None and stored.state is State.ACCEPTED
+        assert stored.answer is not None and stored.answer.content == winner.content
+        assert answers[results.index(winner)].content == winner.content
+        assert drain(queue) == [ElicitationResolved(e.id, "accepted")]
+
+
+@pytest.mark.anyio
+async def test_fifty_concurrent_identical_answers_all_succeed(broker: Broker) -> None:
+    e = question()
+    task = await start(broker, e)
+    with anyio.fail_after(10):
+        results = await asyncio.gather(*(broker.respond(e.id, Answer("decline"), "alice") for _ in range(50)))
+    assert set(results) == {Resolution(e.id, "declined", None)}
+    assert await finish(task) == Resolution(e.id, "declined", None)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("offset_ms", [-4, -2, -1, 0, 1, 2, 4])
+async def test_respond_racing_expiry_at_the_deadline_ends_in_exactly_one_state(broker: Broker, offset_ms: int) -> None:
+    e = question(timeout_s=0.05)
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            await queue.get()
+        delay = (e.expires_at - utcnow()).total_seconds() + offset_ms / 1000
+        await asyncio.sleep(max(delay, 0))
+        answered, swept = await asyncio.gather(broker.respond(e.id, EU, "alice"), broker.expire_due(), return_exceptions=True)
+        waited = await finish(task)
+
+        stored = await broker.store.get(e.id)
+        assert stored is not None
+        assert waited.outcome == stored.outcome
+        if isinstance(answered, Resolution):
+            assert answered == waited == Resolution(e.id, "accepted", {"region": "eu"})
+            assert swept == 0
+        else:
+            assert isinstance(answered, Expired)
+            assert waited == Resolution(e.id, "expired", None)
+        resolved_events = [event for event in drain(queue) if isinstance(event, ElicitationResolved)]
+        assert resolved_events == [ElicitationResolved(e.id, waited.outcome)]
