@@ -1,0 +1,81 @@
+"""The OpenAI-compatible model adapter, against a local stand-in that speaks the chat completions wire format."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tests.conftest import HubFactory, free_port, wait_for_port
+from tests.test_chat_openai import run_answering
+
+
+def completion(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-standin",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "standin-1",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class StandIn:
+    """Calls the one tool it is offered, then summarises the tool's result."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    async def handle(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.requests.append({"body": body, "auth": request.headers.get("authorization")})
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return JSONResponse(completion({"role": "assistant", "content": f"The tool said: {last['content']}"}))
+        tool = body["tools"][0]["function"]["name"]
+        call = {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": '{"name": "orders"}'}}
+        return JSONResponse(completion({"role": "assistant", "content": None, "tool_calls": [call]}))
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, StandIn]]:
+    monkeypatch.setenv("STANDIN_KEY", "sk-test-key")
+    state = StandIn()
+    app = Starlette(routes=[Route("/v1/chat/completions", state.handle, methods=["POST"])])
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for_port(port)
+    yield f"http://127.0.0.1:{port}/v1", state
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_openai_model_calls_the_tool_and_the_question_is_answered(
+    make_hub: HubFactory, standin: tuple[str, StandIn], mrtr_server: Any
+) -> None:
+    url, state = standin
+    hub = make_hub(
+        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
+        mcp_servers=[{"id": "deploy", "url": mrtr_server.url}],
+    )
+    text, events = run_answering(hub, "please provision orders", [("accept", {"region": "eu-west-1"})])
+    assert events[0]["context"]["toolName"] == "provision"
+    assert text == "The tool said: Provisioned orders in eu-west-1."
+    first, second = state.requests[0], state.requests[-1]
+    assert first["auth"] == "Bearer sk-test-key"
+    assert {t["function"]["name"] for t in first["body"]["tools"]} >= {"deploy__provision"}
+    tool_message = second["body"]["messages"][-1]
+    assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "Provisioned orders in eu-west-1."}
+    assert json.loads(second["body"]["messages"][-2]["tool_calls"][0]["function"]["arguments"]) == {"name": "orders"}
