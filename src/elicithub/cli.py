@@ -59,3 +59,7 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -84,7 +84,7 @@ class McpServerConfig(_Strict):
 
 
 class Config(_Strict):
-    public_url: str = "http://127.0.0.1:8700"
+    public_url: str = Field(default="http://127.0.0.1:8700", pattern=r"^https?://[^/\s]+")
     store: StoreConfig = StoreConfig()
     model: ModelConfig = ModelConfig()
     users: list[UserConfig] = []

@@ -441,7 +441,9 @@ async def test_respond_racing_expiry_at_the_deadline_ends_in_exactly_one_state(b
             await queue.get()
         delay = (e.expires_at - utcnow()).total_seconds() + offset_ms / 1000
         await asyncio.sleep(max(delay, 0))
-        answered, swept = await asyncio.gather(broker.respond(e.id, EU, "alice"), broker.expire_due(), return_exceptions=True)
+        answered, swept = await asyncio.gather(
+            broker.respond(e.id, EU, "alice"), broker.expire_due(), return_exceptions=True
+        )
         waited = await finish(task)
 
         stored = await broker.store.get(e.id)
@@ -455,3 +457,30 @@ async def test_respond_racing_expiry_at_the_deadline_ends_in_exactly_one_state(b
             assert waited == Resolution(e.id, "expired", None)
         resolved_events = [event for event in drain(queue) if isinstance(event, ElicitationResolved)]
         assert resolved_events == [ElicitationResolved(e.id, waited.outcome)]
+
+
+class StaleReadStore(MemoryStore):
+    """A MemoryStore that can hand out one snapshot taken before a concurrent writer committed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale: dict[str, Elicitation] = {}
+
+    async def get(self, elicitation_id: str) -> Elicitation | None:
+        if elicitation_id in self.stale:
+            return self.stale.pop(elicitation_id)
+        return await super().get(elicitation_id)
+
+
+@pytest.mark.anyio
+async def test_late_answer_that_lost_to_an_earlier_answer_is_judged_against_the_winner() -> None:
+    # Interleaving: answer A is read before the deadline; the deadline passes; answer B (the same answer, e.g. a
+    # client retry) reads the still-pending row; A's compare-and-set commits; B decides Expire. The elicitation
+    # ended accepted, so B must get the idempotent 200 outcome, not 410 "expired; the tool call was not completed".
+    store = StaleReadStore()
+    broker = Broker(store, EventBus[StreamEvent]())
+    e = question(timeout_s=-1)
+    await store.put(e)
+    store.stale[e.id] = e  # what B read
+    assert await store.transition(e.id, State.ACCEPTED, EU, e.expires_at - timedelta(milliseconds=1))  # A commits
+    assert await broker.respond(e.id, EU, "alice") == Resolution(e.id, "accepted", {"region": "eu"})

@@ -161,6 +161,7 @@ REJECTED_PROPERTIES = {
     ),
     "empty enum": ({"type": "string", "enum": []}, "enum must not be empty"),
     "duplicated enum value": ({"type": "string", "enum": ["a", "b", "a"]}, "enum lists 'a' more than once"),
+    "enum of lists": ({"type": "string", "enum": [["a"], ["a"]]}, "enum must be a list of strings"),
     "non-string enum value": ({"type": "string", "enum": ["a", 1]}, "enum must be a list of strings"),
     "enumNames of wrong length": ({"type": "string", "enum": ["a", "b"], "enumNames": ["A"]}, "enumNames must be"),
     "enumNames without enum": ({"type": "string", "enumNames": ["A"]}, "enumNames requires enum"),
@@ -592,15 +593,18 @@ KEYWORDS = [
     "$ref",
 ]
 json_keys = st.sampled_from(KEYWORDS) | short_text
-junk_properties = st.dictionaries(
-    short_text, st.dictionaries(st.sampled_from(KEYWORDS), st.deferred(lambda: json_junk))
+# Huge ints overflow float conversion, a classic way for numeric checks to crash.
+json_leaves = (
+    st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400)]) | st.floats() | short_text
 )
 json_junk = st.recursive(
-    # Huge ints overflow float conversion, a classic way for numeric checks to crash.
-    st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400)]) | st.floats() | short_text,
+    json_leaves,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(json_keys, children, max_size=5),
     max_leaves=20,
 )
+# Leaves half of the time, so that a bad scalar often lands directly on a keyword or a field.
+junk_values = json_leaves | json_junk
+junk_properties = st.dictionaries(short_text, st.dictionaries(st.sampled_from(KEYWORDS), junk_values))
 
 
 @st.composite
@@ -612,7 +616,7 @@ def mutated_schemas(draw: st.DrawFn) -> Any:
     )
     if draw(st.booleans()) and "items" in target:
         target = target["items"]
-    target[draw(st.sampled_from(sorted(target)) | st.sampled_from(KEYWORDS))] = draw(json_junk)
+    target[draw(st.sampled_from(sorted(target)) | st.sampled_from(KEYWORDS))] = draw(junk_values)
     return schema
 
 
@@ -667,7 +671,7 @@ def test_junk_content_never_raises_and_reports_each_field_at_most_once(
     schema: dict[str, Any], data: st.DataObject
 ) -> None:
     names = st.sampled_from(sorted(schema["properties"])) | short_text if schema["properties"] else short_text
-    content: Any = data.draw(st.dictionaries(names, json_junk, max_size=6) | json_junk)
+    content: Any = data.draw(st.dictionaries(names, junk_values, max_size=6) | json_junk)
     errors = validate_content(schema, content)
     assert all(isinstance(error, FieldError) for error in errors)
     assert len({error.field for error in errors}) == len(errors)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -54,8 +55,9 @@ class Broker:
         """Store the elicitation, publish it on its stream, and wait until it ends (answer or deadline)."""
         future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
         self._waiters[elicitation.id] = (elicitation, future)
+        stored = asyncio.ensure_future(self.store.put(elicitation))
         try:
-            await self.store.put(elicitation)
+            await asyncio.shield(stored)
             self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
             remaining = (elicitation.expires_at - utcnow()).total_seconds()
             try:
@@ -63,11 +65,19 @@ class Broker:
             except TimeoutError:
                 return await self.end(elicitation.id, State.EXPIRED)
         except asyncio.CancelledError:
-            # The run went away (client gone, shutdown): nobody can use an answer any more.
-            await asyncio.shield(self.end(elicitation.id, State.CANCELLED))
+            # The run went away (client gone, shutdown): nobody can use an answer any more. The cancel
+            # must be stored before we give way, even if the caller keeps cancelling us (anyio does).
+            await _despite_cancellation(self._cancel_once_stored(stored, elicitation.id))
             raise
         finally:
             self._waiters.pop(elicitation.id, None)
+
+    async def _cancel_once_stored(self, stored: asyncio.Future[None], elicitation_id: str) -> None:
+        try:
+            await stored
+        except Exception:
+            return  # never stored, so there is nothing to cancel
+        await self.end(elicitation_id, State.CANCELLED)
 
     async def request_all(self, elicitations: list[Elicitation]) -> list[Resolution]:
         """Ask several questions together; they end independently."""
@@ -98,7 +108,10 @@ class Broker:
         if isinstance(decision, Conflict):
             raise AlreadyResolved(elicitation_id, elicitation.state.value)
         if isinstance(decision, Expire):
-            await self.end(elicitation_id, State.EXPIRED)
+            final = await self.end(elicitation_id, State.EXPIRED)
+            if final.outcome != "expired":
+                # Another answer won just before the deadline: judge this one against it.
+                return await self.respond(elicitation_id, answer, user_id, conversation_id)
             raise Expired(elicitation_id)
         assert isinstance(decision, Resolve)
         if await self._transition(elicitation, decision.state, decision.answer):
@@ -150,3 +163,15 @@ class Broker:
             future.set_result(Resolution(elicitation.id, outcome, answer.content if answer else None))
         self.bus.publish(elicitation.stream_id, ElicitationResolved(elicitation.id, outcome))
         return True
+
+
+async def _despite_cancellation(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to its end even if the current task is cancelled again meanwhile."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
+    if task.exception() is not None:
+        log.error("cleaning up a cancelled elicitation failed", exc_info=task.exception())

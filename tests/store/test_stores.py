@@ -1,0 +1,224 @@
+"""MemoryStore and SqliteStore: the same Store contract, plus SQLite persistence and open_store()."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.store import MemoryStore, SqliteStore, open_store
+from elicithub.store.base import Store
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    opened: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "hub.db")
+    yield opened
+    await opened.close()
+
+
+def make(expires_in: timedelta = timedelta(minutes=10), **overrides: Any) -> Elicitation:
+    values: dict[str, Any] = {
+        "conversation_id": "conv_1",
+        "user_id": "alice",
+        "stream_id": "stream_1",
+        "mode": "form",
+        "message": "Which region?",
+        "requested_schema": {"type": "object", "properties": {"region": {"type": "string"}}},
+        "context": {"trigger": "mcp_elicitation", "serverId": "deploy"},
+        "created_at": NOW,
+        "expires_at": NOW + expires_in,
+    }
+    values.update(overrides)
+    return Elicitation(**values)
+
+
+@pytest.mark.anyio
+async def test_put_then_get_returns_an_equal_elicitation(store: Store) -> None:
+    e = make()
+    await store.put(e)
+    assert await store.get(e.id) == e
+    url = make(mode="url", requested_schema=None, url="http://127.0.0.1:8700/auth/connect?t=1")
+    await store.put(url)
+    assert await store.get(url.id) == url
+
+
+@pytest.mark.anyio
+async def test_get_unknown_id_is_none(store: Store) -> None:
+    assert await store.get("eli_missing") is None
+
+
+@pytest.mark.anyio
+async def test_transition_is_compare_and_set(store: Store) -> None:
+    e = make()
+    await store.put(e)
+    at = NOW + timedelta(seconds=5)
+    assert await store.transition(e.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), at) is True
+    assert await store.transition(e.id, State.DECLINED, Answer("decline"), at) is False
+    assert await store.transition(e.id, State.ACCEPTED, Answer("accept", {"region": "us"}), at) is False
+    stored = await store.get(e.id)
+    assert stored is not None
+    assert stored.state is State.ACCEPTED
+    assert stored.answer == Answer("accept", {"region": "eu"})
+    assert stored.resolved_at == at
+    # Everything else is untouched.
+    assert stored.message == e.message and stored.expires_at == e.expires_at and stored.context == e.context
+
+
+@pytest.mark.anyio
+async def test_transition_of_unknown_id_is_false(store: Store) -> None:
+    assert await store.transition("eli_missing", State.CANCELLED, Answer("cancel"), NOW) is False
+    assert await store.get("eli_missing") is None
+
+
+@pytest.mark.anyio
+async def test_concurrent_transitions_let_exactly_one_win(store: Store) -> None:
+    e = make()
+    await store.put(e)
+    states = [State.ACCEPTED, State.DECLINED, State.CANCELLED, State.EXPIRED] * 10
+    results = await asyncio.gather(*(store.transition(e.id, s, None, NOW) for s in states))
+    assert results.count(True) == 1
+    stored = await store.get(e.id)
+    assert stored is not None and stored.state is states[results.index(True)]
+
+
+@pytest.mark.anyio
+async def test_due_returns_only_pending_past_their_deadline(store: Store) -> None:
+    due = make(expires_in=timedelta(seconds=-1))
+    exactly_now = make(expires_in=timedelta(0))
+    future = make(expires_in=timedelta(seconds=1))
+    answered = make(expires_in=timedelta(seconds=-1))
+    expired = make(expires_in=timedelta(seconds=-1))
+    for e in (due, exactly_now, future, answered, expired):
+        await store.put(e)
+    assert await store.transition(answered.id, State.DECLINED, Answer("decline"), NOW)
+    assert await store.transition(expired.id, State.EXPIRED, None, NOW)
+
+    found = await store.due(NOW)
+    assert {e.id for e in found} == {due.id, exactly_now.id}
+    assert all(e.state is State.PENDING for e in found)
+    assert await store.due(NOW - timedelta(hours=1)) == []
+
+
+@pytest.mark.anyio
+async def test_due_respects_the_limit(store: Store) -> None:
+    for _ in range(5):
+        await store.put(make(expires_in=timedelta(seconds=-1)))
+    assert len(await store.due(NOW, limit=3)) == 3
+    assert len(await store.due(NOW)) == 5
+
+
+@pytest.mark.anyio
+async def test_purge_forgets_terminal_elicitations_resolved_before_the_cutoff(store: Store) -> None:
+    old, recent, pending = make(), make(), make()
+    for e in (old, recent, pending):
+        await store.put(e)
+    assert await store.transition(old.id, State.ACCEPTED, Answer("accept", {}), NOW - timedelta(hours=2))
+    assert await store.transition(recent.id, State.EXPIRED, None, NOW)
+
+    assert await store.purge(NOW - timedelta(hours=1)) == 1
+    assert await store.get(old.id) is None
+    assert await store.get(recent.id) is not None
+    assert await store.get(pending.id) is not None
+    assert await store.purge(NOW - timedelta(hours=1)) == 0
+
+
+@pytest.mark.anyio
+async def test_sqlite_store_survives_reopening_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "hub.db"
+    resolved, pending = make(), make(expires_in=timedelta(seconds=-1))
+    first = SqliteStore(path)
+    await first.put(resolved)
+    await first.put(pending)
+    assert await first.transition(resolved.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW)
+    await first.close()
+    assert path.exists()
+
+    second = SqliteStore(path)
+    try:
+        back = await second.get(resolved.id)
+        assert back is not None
+        assert back.state is State.ACCEPTED
+        assert back.answer == Answer("accept", {"region": "eu"})
+        assert back.resolved_at == NOW
+        assert await second.get(pending.id) == pending
+        assert [e.id for e in await second.due(NOW)] == [pending.id]
+        # The compare-and-set still holds after reopening.
+        assert await second.transition(resolved.id, State.DECLINED, Answer("decline"), NOW) is False
+    finally:
+        await second.close()
+
+
+@pytest.mark.anyio
+async def test_two_sqlite_stores_on_one_file_share_state_and_compare_and_set(tmp_path: Path) -> None:
+    path = tmp_path / "hub.db"
+    a, b = SqliteStore(path), SqliteStore(path)
+    try:
+        e = make()
+        await a.put(e)
+        assert await b.get(e.id) == e
+        results = await asyncio.gather(
+            *(store.transition(e.id, State.CANCELLED, Answer("cancel"), NOW) for store in [a, b] * 10)
+        )
+        assert results.count(True) == 1
+        stored = await a.get(e.id)
+        assert stored is not None and stored.state is State.CANCELLED
+    finally:
+        await a.close()
+        await b.close()
+
+
+@pytest.mark.anyio
+async def test_memory_store_close_forgets_everything() -> None:
+    store = MemoryStore()
+    e = make()
+    await store.put(e)
+    await store.close()
+    assert await store.get(e.id) is None
+
+
+def test_open_store_memory_url() -> None:
+    assert isinstance(open_store("memory://"), MemoryStore)
+
+
+@pytest.mark.anyio
+async def test_open_store_sqlite_url_with_absolute_path(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "hub.db"
+    store = open_store(f"sqlite:///{path}")
+    try:
+        assert isinstance(store, SqliteStore)
+        assert path.exists()
+        e = make()
+        await store.put(e)
+        assert await store.get(e.id) == e
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
+async def test_open_store_sqlite_url_with_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite:///.elicithub/hub.db")
+    try:
+        assert isinstance(store, SqliteStore)
+        assert (tmp_path / ".elicithub" / "hub.db").exists()
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("url", ["redis://localhost:6379/0", "sqlite://hub.db", "memory:", "", "postgres://x/y"])
+def test_open_store_rejects_unsupported_urls(url: str) -> None:
+    with pytest.raises(ValueError, match="unsupported store url"):
+        open_store(url)

@@ -1,0 +1,143 @@
+"""The `elicithub` command line: `config check` and the top-level help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from elicithub.cli import app
+
+GOOD = """\
+public_url: http://127.0.0.1:8700
+store: {url: "memory://"}
+model: {kind: openai, base_url: "http://127.0.0.1:11434/v1", model: llama3}
+users:
+  - {id: alice, token: alice-secret}
+elicitation: {timeout_s: 120}
+mcp_servers:
+  - id: deploy
+    url: http://127.0.0.1:9100/mcp
+  - id: tracker
+    command: [python, server.py]
+    credential_scope: user
+"""
+BAD = """\
+mcp_servers:
+  - id: deploy
+    url: http://127.0.0.1:9100/mcp
+    credential_scope: team
+"""
+BAD_MESSAGE = "mcp_servers[0].credential_scope: must be one of none, project, user"
+
+runner = CliRunner()
+
+
+def write(tmp_path: Path, text: str, name: str = "hub.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_config_check_on_a_good_file_prints_what_it_found(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{path}: ok"
+    assert "  store       memory://" in lines
+    assert "  model       openai (llama3)" in lines
+    assert "  users       alice" in lines
+    assert "  elicitation timeout 120 s, at most 10 rounds" in lines
+    assert "  mcp server  deploy: http://127.0.0.1:9100/mcp (credentials: none, protocol: auto)" in lines
+    assert "  mcp server  tracker: python server.py (credentials: user, protocol: auto)" in lines
+    assert result.stderr == ""
+
+
+def test_config_check_on_an_empty_file_shows_the_defaults(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["config", "check", str(write(tmp_path, ""))])
+    assert result.exit_code == 0, result.output
+    assert "  public_url  http://127.0.0.1:8700" in result.stdout
+    assert "  store       sqlite:///.elicithub/hub.db" in result.stdout
+    assert "  model       scripted" in result.stdout.splitlines()
+    assert "  users       (none)" in result.stdout
+    assert "mcp server" not in result.stdout
+
+
+def test_config_check_on_a_bad_file_exits_2_naming_the_key_path(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["config", "check", str(write(tmp_path, BAD))])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {BAD_MESSAGE}"
+    assert "ok" not in result.stdout
+
+
+def test_config_check_on_invalid_yaml_and_missing_file_exits_2(tmp_path: Path) -> None:
+    broken = runner.invoke(app, ["config", "check", str(write(tmp_path, "a: [\n"))])
+    assert broken.exit_code == 2
+    assert broken.stderr.startswith("error: ") and "not valid YAML" in broken.stderr
+    missing = runner.invoke(app, ["config", "check", str(tmp_path / "absent.yaml")])
+    assert missing.exit_code == 2
+    assert missing.stderr.startswith("error: cannot read ")
+
+
+def test_config_check_without_a_file_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["config", "check"])
+    assert result.exit_code == 2
+    assert "Missing argument" in result.output
+
+
+def test_help_lists_serve_and_config() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "serve" in result.stdout
+    assert "config" in result.stdout
+    config_help = runner.invoke(app, ["config", "--help"])
+    assert config_help.exit_code == 0
+    assert "check" in config_help.stdout
+
+
+def test_serve_help_lists_its_options() -> None:
+    result = runner.invoke(app, ["serve", "--help"])
+    assert result.exit_code == 0
+    for option in ("--config", "--host", "--port"):
+        assert option in result.stdout
+
+
+def test_serve_with_a_bad_config_exits_2_before_listening(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["serve", "--config", str(write(tmp_path, BAD))])
+    assert result.exit_code == 2
+    assert BAD_MESSAGE in result.stderr
+    assert "listening" not in result.stdout
+
+
+def _console_script() -> list[str]:
+    # The installed `elicithub` entry point of this venv (`python -m elicithub.cli` runs nothing: no __main__ guard).
+    script = Path(sys.executable).parent / "elicithub"
+    assert script.exists(), f"no console script at {script}; run `uv sync`"
+    return [str(script)]
+
+
+def test_installed_command_checks_good_and_bad_files(tmp_path: Path) -> None:
+    good = subprocess.run(
+        [*_console_script(), "config", "check", str(write(tmp_path, GOOD))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert good.returncode == 0, good.stderr
+    assert "mcp server  deploy: http://127.0.0.1:9100/mcp" in good.stdout
+    assert "mcp server  tracker: python server.py" in good.stdout
+
+    bad = subprocess.run(
+        [*_console_script(), "config", "check", str(write(tmp_path, BAD, "bad.yaml"))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == f"error: {BAD_MESSAGE}"
+    assert bad.stdout == ""

@@ -1,0 +1,210 @@
+"""The YAML config: defaults, a full valid file, and errors that name the key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from elicithub.config import Config, ConfigError, load_config, parse_config
+
+FULL = """\
+public_url: http://hub.example.test:8700      # base of links put in url-mode elicitations
+store: {url: "sqlite:///.elicithub/hub.db"}
+model: {kind: openai, base_url: "http://127.0.0.1:11434/v1", model: llama3, api_key_env: OPENAI_KEY}
+users:
+  - {id: alice, token: alice-secret}
+  - {id: bob, token: bob-secret-1}
+elicitation: {timeout_s: 120}
+mcp_servers:
+  - id: deploy
+    url: http://127.0.0.1:9100/mcp
+    credential_scope: none
+  - id: tracker
+    command: [python, server.py]
+    credential_scope: user
+    protocol: legacy
+    oauth: {client_id: hub-client, client_secret_env: TRACKER_SECRET, scopes: [issues.read, issues.write]}
+"""
+
+
+def server(**fields: Any) -> dict[str, Any]:
+    return {"id": "deploy", "url": "http://127.0.0.1:9100/mcp", **fields}
+
+
+def error_of(data: Any) -> str:
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config(data)
+    return str(excinfo.value)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "hub.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_no_file_means_embedded_defaults() -> None:
+    config = load_config(None)
+    assert config == Config()
+    assert config.store.url == "sqlite:///.elicithub/hub.db"
+    assert config.model.kind == "scripted"
+    assert config.elicitation.timeout_s == 600
+    assert config.public_url == "http://127.0.0.1:8700"
+    assert config.users == []
+    assert config.mcp_servers == []
+
+
+@pytest.mark.parametrize("text", ["", "# nothing but a comment\n", "null\n", "{}\n"])
+def test_empty_file_means_defaults(tmp_path: Path, text: str) -> None:
+    assert load_config(write(tmp_path, text)) == Config()
+
+
+def test_full_valid_file_is_read_completely(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, FULL))
+    assert config.public_url == "http://hub.example.test:8700"
+    assert config.store.url == "sqlite:///.elicithub/hub.db"
+    assert config.model.kind == "openai"
+    assert config.model.model == "llama3"
+    assert config.model.base_url == "http://127.0.0.1:11434/v1"
+    assert config.model.api_key_env == "OPENAI_KEY"
+    assert [(u.id, u.token) for u in config.users] == [("alice", "alice-secret"), ("bob", "bob-secret-1")]
+    assert config.elicitation.timeout_s == 120
+
+    deploy, tracker = config.mcp_servers
+    assert (deploy.id, deploy.url, deploy.command) == ("deploy", "http://127.0.0.1:9100/mcp", None)
+    assert deploy.credential_scope == "none"
+    assert deploy.protocol == "auto"
+    assert deploy.oauth is None
+    assert (tracker.id, tracker.url, tracker.command) == ("tracker", None, ["python", "server.py"])
+    assert tracker.credential_scope == "user"
+    assert tracker.protocol == "legacy"
+    assert tracker.oauth is not None
+    assert tracker.oauth.client_id == "hub-client"
+    assert tracker.oauth.client_secret_env == "TRACKER_SECRET"
+    assert tracker.oauth.scopes == ["issues.read", "issues.write"]
+
+    assert config.server("tracker") is tracker
+    assert config.server("missing") is None
+
+
+def test_memory_store_url_is_accepted() -> None:
+    assert parse_config({"store": {"url": "memory://"}}).store.url == "memory://"
+
+
+def test_config_is_frozen() -> None:
+    config = parse_config({})
+    with pytest.raises(ValidationError):
+        config.public_url = "http://elsewhere"
+
+
+def test_unknown_top_level_key_is_named() -> None:
+    assert error_of({"colour": "red"}) == "colour: unknown key"
+
+
+def test_unknown_nested_key_is_named_with_its_path() -> None:
+    assert error_of({"mcp_servers": [server(colour="red")]}) == "mcp_servers[0].colour: unknown key"
+    assert error_of({"store": {"url": "memory://", "size": 1}}) == "store.size: unknown key"
+    assert (
+        error_of({"mcp_servers": [server(), server(id="other", oauth={"client_id": "x", "colour": 1})]})
+        == "mcp_servers[1].oauth.colour: unknown key"
+    )
+
+
+def test_bad_literal_lists_the_allowed_values() -> None:
+    assert (
+        error_of({"mcp_servers": [server(credential_scope="team")]})
+        == "mcp_servers[0].credential_scope: must be one of none, project, user"
+    )
+    assert error_of({"model": {"kind": "gpt"}}) == "model.kind: must be one of scripted, openai"
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "sqlite://hub.db", "postgres://db/hub", ""])
+def test_bad_store_url_is_named(url: str) -> None:
+    assert error_of({"store": {"url": url}}) == "store.url: must be memory:// or sqlite:///PATH"
+
+
+def test_openai_model_needs_a_model_name() -> None:
+    assert error_of({"model": {"kind": "openai"}}) == "model.model: is required when kind is openai"
+    assert error_of({"model": {"kind": "openai", "model": ""}}) == "model.model: is required when kind is openai"
+    assert parse_config({"model": {"kind": "openai", "model": "gpt-x"}}).model.model == "gpt-x"
+
+
+def test_server_with_both_url_and_command_is_an_error() -> None:
+    message = error_of({"mcp_servers": [server(command=["python", "server.py"])]})
+    assert message == "mcp_servers[0]: give exactly one of url (streamable HTTP) or command (stdio)"
+
+
+def test_server_with_neither_url_nor_command_is_an_error() -> None:
+    message = error_of({"mcp_servers": [server(), {"id": "bare"}]})
+    assert message == "mcp_servers[1]: give exactly one of url (streamable HTTP) or command (stdio)"
+
+
+def test_server_url_must_be_http_and_command_not_empty() -> None:
+    assert error_of({"mcp_servers": [server(url="ftp://host/mcp")]}) == "mcp_servers[0].url: must be an http(s) URL"
+    assert error_of({"mcp_servers": [{"id": "local", "command": []}]}) == "mcp_servers[0].command: must not be empty"
+
+
+def test_server_without_id_is_named() -> None:
+    assert error_of({"mcp_servers": [{"url": "http://127.0.0.1:9100/mcp"}]}) == "mcp_servers[0].id: is required"
+
+
+def test_duplicate_server_ids_are_an_error() -> None:
+    data = {"mcp_servers": [server(), server(url=None, command=["python", "other.py"]), server(id="x")]}
+    assert error_of(data) == "mcp_servers: duplicate id deploy"
+
+
+def test_duplicate_users_and_shared_tokens_are_errors() -> None:
+    assert (
+        error_of({"users": [{"id": "a", "token": "token-one"}, {"id": "a", "token": "token-two"}]})
+        == "users: duplicate id a"
+    )
+    assert (
+        error_of({"users": [{"id": "a", "token": "token-one"}, {"id": "b", "token": "token-one"}]})
+        == "users: two users share a token"
+    )
+
+
+def test_bad_numbers_are_named() -> None:
+    assert error_of({"elicitation": {"timeout_s": 0}}).startswith("elicitation.timeout_s: ")
+    assert error_of({"elicitation": {"timeout_s": "soon"}}).startswith("elicitation.timeout_s: ")
+
+
+def test_every_bad_key_is_reported_one_per_line() -> None:
+    message = error_of({"colour": 1, "store": {"url": "redis://h/0"}, "mcp_servers": [server(credential_scope="x")]})
+    assert sorted(message.splitlines()) == [
+        "colour: unknown key",
+        "mcp_servers[0].credential_scope: must be one of none, project, user",
+        "store.url: must be memory:// or sqlite:///PATH",
+    ]
+
+
+def test_invalid_yaml_is_a_config_error_naming_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "mcp_servers: [\n  - id: deploy\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value).startswith(f"{path}: not valid YAML")
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "just a string\n", "42\n"])
+def test_top_level_must_be_a_mapping(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == f"{path}: the top level must be a mapping of keys"
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "absent.yaml"
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == f"cannot read {path}: No such file or directory"
+
+
+def test_errors_from_a_file_name_the_key_path(tmp_path: Path) -> None:
+    path = write(tmp_path, "mcp_servers:\n  - id: deploy\n    url: http://127.0.0.1:9100/mcp\n    colour: red\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == "mcp_servers[0].colour: unknown key"
