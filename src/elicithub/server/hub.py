@@ -51,6 +51,7 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.conversations.close()
+        await self.tools.close()
         await self.store.close()
 
     async def _sweep(self) -> None:

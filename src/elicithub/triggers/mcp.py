@@ -10,9 +10,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import httpx2
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker, Resolution
@@ -111,11 +114,25 @@ class McpBridge:
         self.max_rounds = max_rounds
         self.sampler = sampler
         self._tools: dict[str, tuple[float, list[ToolSpec]]] = {}
+        self._http: httpx2.AsyncClient | None = None
+
+    def _http_client(self) -> httpx2.AsyncClient:
+        # One pooled HTTP client for every downstream call: building one per call costs ~20 ms of blocking TLS setup.
+        # Its read timeout outlasts a question, because a 2025-11-25 server keeps the response open while it asks.
+        if self._http is None:
+            self._http = create_mcp_http_client(timeout=httpx2.Timeout(30, read=max(300, self.timeout_s + 60)))
+        return self._http
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
 
     def _client(self, server: McpServerConfig, question: Question | None = None) -> Client:
-        target: str | StdioServerParameters = (
-            server.url if server.url else StdioServerParameters(command=server.command[0], args=server.command[1:])  # type: ignore[index]
-        )
+        if server.url is not None:
+            target: Any = streamable_http_client(server.url, http_client=self._http_client())
+        else:
+            assert server.command is not None
+            target = StdioServerParameters(command=server.command[0], args=server.command[1:])
 
         async def on_elicit(
             context: ClientRequestContext, params: mt.ElicitRequestParams
