@@ -1,10 +1,11 @@
-"""Round-trip latency of one elicitation: the official MCP SDK talking to the server directly vs a chat round via the hub.
+"""Latency of one tool call with one form question: the official MCP SDK direct vs a chat round through the hub.
 
 Run:  uv run python bench/roundtrip.py [--n 200] [--warmup 10]
 
-Four processes: this one (the clients, and a timestamping TCP proxy), the MRTR test server (tests/servers/mrtr_server.py),
-and two hubs started with `elicithub serve`: one pointed at the server, one pointed at the server through the proxy.
-Every mode runs once per iteration, interleaved (the order rotates), so drift on the machine hits all modes alike.
+Four processes: this one (the clients, and a timestamping TCP proxy), the MRTR test server
+(tests/servers/mrtr_server.py), and two hubs started with `elicithub serve`: one pointed at the server, one pointed at
+it through the proxy. Every mode runs once per iteration, interleaved (the order rotates), so drift on the machine hits
+all modes alike.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,9 +24,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
+import httpx2
 import mcp_types as mt
 from mcp import Client
 from mcp.client import ClientRequestContext
@@ -79,7 +79,12 @@ def elicithub_command() -> list[str]:
     return [uv, "run", "elicithub"]
 
 
-def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[bytes], str]:
+def spawn(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+
+def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[bytes], int]:
     config = {
         "store": {"url": "memory://"},
         "users": [{"id": "alice", "token": TOKEN}],
@@ -89,15 +94,10 @@ def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[
     path = workdir / f"{name}.yaml"
     path.write_text(json.dumps(config))  # JSON is YAML
     port = free_port()
-    log = (workdir / f"{name}.log").open("wb")
-    process = subprocess.Popen(
-        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port)],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    process = spawn(
+        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port)], workdir / f"{name}.log"
     )
-    wait_for_port(port, process)
-    return process, f"http://127.0.0.1:{port}"
+    return process, port
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -111,63 +111,99 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 # --- the timestamping proxy ----------------------------------------------------------------------------------------
 
-# (direction, bytes to look for, mark name). "up" is hub -> MCP server, "down" is MCP server -> hub.
-MARKERS = [
-    ("up", b"server/discover", "discover_sent"),
-    ("up", b"tools/list", "tools_list_sent"),
-    ("up", b"inputResponses", "retry_sent"),
-    ("up", b"tools/call", "call_sent"),  # the first tools/call of the round; the retry matches too but comes later
-    ("down", b"supportedVersions", "discover_answered"),
-    ("down", b"inputRequests", "input_required_received"),
-    ("down", EXPECTED.encode(), "result_received"),
-]
-
 
 class Proxy:
     """A byte-for-byte TCP proxy in front of the MCP server that notes when given JSON-RPC messages pass.
 
     A mark is the time this process read the first bytes containing the marker, just before forwarding them; only the
-    first occurrence after `reset()` counts. Connections opened and closed by the hub are counted too.
+    first occurrence after `reset()` counts. Requests are recognised by their `mcp-method` header (the first bytes of
+    a request), responses by their body; rounds are sequential, so the order of marks tells the requests apart.
+    The hub keeps its downstream TCP connections alive in one pooled HTTP client, so a round usually opens none:
+    `connections` counts only the new ones, and nothing here assumes a connection per round.
     """
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, port: int, upstream_port: int) -> None:
+        self.port = port
         self.upstream_port = upstream_port
         self.marks: dict[str, float] = {}
         self.connections = 0
-        self.closed_at: float | None = None
         self.server: asyncio.Server | None = None
-        self.port = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
 
     def reset(self) -> None:
         self.marks = {}
         self.connections = 0
-        self.closed_at = None
+
+    async def close(self) -> None:
+        """Stop accepting, close the pooled connections the hub still holds open, and wait for the pipes to end."""
+        if self.server is not None:
+            self.server.close()
+        for writer in list(self.writers):
+            writer.close()
+        if self.tasks:
+            _, pending = await asyncio.wait(self.tasks, timeout=5)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self.server is not None:
+            await self.server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
         self.connections += 1
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)  # TCP_NODELAY is on
-        await asyncio.gather(self._pipe(reader, up_writer, "up"), self._pipe(up_reader, writer, "down"))
+        self.writers.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)  # TCP_NODELAY is on
+            self.writers.add(up_writer)
+            await asyncio.gather(self._pipe(reader, up_writer, "up"), self._pipe(up_reader, writer, "down"))
+        except (ConnectionError, asyncio.CancelledError):
+            pass  # shutting down; returning normally keeps asyncio from logging the cancelled handler
+        finally:
+            self.writers.discard(writer)
+            self.tasks.discard(task)
+            writer.close()
+
+    def _note(self, direction: str, seen: bytes, t: float) -> None:
+        marks = self.marks
+
+        def mark(name: str) -> None:
+            marks.setdefault(name, t)
+
+        if direction == "up":  # hub -> MCP server
+            if b"mcp-method: server/discover" in seen:
+                mark("discover_sent")
+            if b"mcp-method: tools/list" in seen:
+                # Before the call: the hub refreshing its tool cache. After the result: the SDK re-listing tools on
+                # the fresh session to find the tool's output schema (ClientSession.call_tool does that once per
+                # session).
+                mark("validation_list_sent" if "result_received" in marks else "tools_refresh_sent")
+            if b"mcp-method: tools/call" in seen:
+                mark("retry_sent" if "input_required_received" in marks else "call_sent")
+        else:  # MCP server -> hub
+            if b'"supportedVersions"' in seen:
+                mark("discover_answered")
+            if b'"resultType":"input_required"' in seen:
+                mark("input_required_received")
+            if EXPECTED.encode() in seen:
+                mark("result_received")
+            if b'"tools":[' in seen and "validation_list_sent" in marks:
+                mark("validation_list_answered")
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str) -> None:
         tail = b""
         try:
             while data := await reader.read(65536):
                 t = now()
-                seen = tail + data
-                for where, marker, name in MARKERS:
-                    if where == direction and name not in self.marks and marker in seen:
-                        if name == "call_sent" and b"inputResponses" in seen:
-                            continue
-                        self.marks[name] = t
-                tail = seen[-64:]
+                self._note(direction, tail + data, t)
+                tail = (tail + data)[-64:]
                 writer.write(data)
                 await writer.drain()
-            if direction == "up":
-                self.closed_at = now()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -260,7 +296,7 @@ class Direct:
             out.add("manual_open.leg2", t2 - t1)
 
     async def manual_fresh(self, out: Samples | None) -> None:
-        """The hub's own downstream pattern without the hub: fresh Client(mode=auto, cache=None), legs by hand, close."""
+        """The hub's downstream pattern without the hub: fresh Client(mode=auto, cache=None), legs by hand, close."""
         t0 = now()
         async with Client(self.url, mode="auto", cache=None) as client:
             t1 = now()
@@ -310,7 +346,12 @@ class ThroughHub:
         self.http = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30, limits=limits)
 
     async def answer(self, r: Round, conversation_id: str, elicitation_id: str) -> None:
-        body = {"conversationId": conversation_id, "elicitationId": elicitation_id, "action": "accept", "content": ANSWER}
+        body = {
+            "conversationId": conversation_id,
+            "elicitationId": elicitation_id,
+            "action": "accept",
+            "content": ANSWER,
+        }
         r.answer_sent = now()
         response = await self.http.post("/run/api/elicitation-responses", json=body)
         r.answer_returned = now()
@@ -356,6 +397,7 @@ class ThroughHub:
     def record(self, r: Round, out: Samples) -> None:
         n = self.name
         out.add(f"{n}.total", r.done - r.sent)
+        out.add(f"{n}.to_headers", r.headers - r.sent)
         out.add(f"{n}.to_question", r.question - r.sent)
         out.add(f"{n}.answer_to_result", r.result - r.answer_sent)
         out.add(f"{n}.answer_to_resolved", r.resolved - r.answer_sent)
@@ -364,7 +406,7 @@ class ThroughHub:
         if self.proxy is None:
             return
         m = self.proxy.marks
-        out.add(f"{n}.refreshed_tools", 1.0 if "tools_list_sent" in m else 0.0)
+        out.add(f"{n}.refreshed_tools", 1.0 if "tools_refresh_sent" in m else 0.0)
         out.add(f"{n}.connections", float(self.proxy.connections))
         call_start = m.get("discover_sent", m["call_sent"])
         out.add(f"{n}.sent_to_downstream_connect", call_start - r.sent)
@@ -377,8 +419,10 @@ class ThroughHub:
         out.add(f"{n}.B_answer_to_retry", m["retry_sent"] - r.answer_sent)
         out.add(f"{n}.server_leg2", m["result_received"] - m["retry_sent"])
         out.add(f"{n}.C_result_to_client", r.result - m["result_received"])
-        if self.proxy.closed_at is not None:
-            out.add(f"{n}.downstream_close", self.proxy.closed_at - m["result_received"])
+        if "validation_list_answered" in m:
+            out.add(f"{n}.result_to_list", m["validation_list_sent"] - m["result_received"])
+            out.add(f"{n}.list_roundtrip", m["validation_list_answered"] - m["validation_list_sent"])
+            out.add(f"{n}.listed_to_client", r.result - m["validation_list_answered"])
 
     async def wait_ready(self) -> None:
         deadline = time.monotonic() + 30
@@ -418,9 +462,36 @@ def table(rows: list[tuple[str, list[float], str]]) -> Iterator[str]:
         yield f"| {name} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | {what} |"
 
 
-def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
+NOTES = [
+    "Notes:",
+    "- All times are wall clock in this process (time.perf_counter); percentiles interpolate between ranks.",
+    "- Hub rounds include one more loopback HTTP hop than direct calls (client -> hub -> server). The hub opens a new",
+    "  MCP session (discover) per tool call but over ONE pooled httpx2.AsyncClient whose keep-alive TCP connections",
+    "  it reuses, so it sits between 'fresh Client' (new HTTP client + TCP per call) and 'reused Client'.",
+    "- By subtraction, (a) = everything between the chat POST and the question that the direct first leg lacks:",
+    "  chat request handling, run start, (cached) tool list, model turn, broker/store/bus, SSE, the extra hop, and",
+    "  ('vs open session') the hub's new MCP session (discover, on a pooled connection); 'vs fresh Client' goes",
+    "  negative because the hub no longer pays a fresh client's ~20 ms TLS-context build. (b) = the answer POST",
+    "  handling, waking the run, the retry,",
+    "  the SDK's output-schema tools/list on the new session, the close, the result's SSE chunk, minus the direct",
+    "  leg 2 ('vs fresh Client': leg 2 + close, which contain that tools/list and close too). Percentiles of",
+    "  unpaired samples do not subtract exactly; treat these as estimates.",
+    "- At the wire (hub via the proxy, per-round differences): (a) = the InputRequiredResult body reaches the proxy",
+    "  -> the chat client has parsed the elicitation-request chunk: forward to the hub, the hub's SDK parsing it,",
+    "  Question.build + schema check, store.put, bus publish, SSE encode, delivery, client parse. (b) = answer POST",
+    "  sent -> the retry's tools/call headers reach the proxy: HTTP + auth + body parse, broker.respond (lookup,",
+    "  content validation, store transition), the run task waking, the SDK building and sending the retry.",
+    "- The proxy adds a loopback hop each way to the hub's downstream traffic (compare the two hub totals).",
+]
+
+
+def report(s: Samples, n: int, warmup: int, elapsed: float, load: tuple[float, float]) -> str:
     g = s.get
-    lines = [f"N = {n} measured iterations per mode (after {warmup} warm-up iterations), {elapsed:.0f} s in all.", ""]
+    lines = [
+        f"N = {n} measured iterations per mode (after {warmup} warm-up iterations), {elapsed:.0f} s in all; "
+        f"1-minute load average {load[0]:.2f} before, {load[1]:.2f} after.",
+        "",
+    ]
 
     lines += ["## End to end: one tool call with one form question, answered at once", ""]
     lines += table(
@@ -432,7 +503,7 @@ def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
         ]
     )
     lines += ["", "| ratio hub / direct | p50 | p95 |", "|---|---:|---:|"]
-    for label, direct in (("vs fresh Client (fair)", "sdk_fresh.total"), ("vs reused Client", "sdk_reused.total")):
+    for label, direct in (("vs fresh Client", "sdk_fresh.total"), ("vs reused Client", "sdk_reused.total")):
         p50 = pct(g("hub.total"), 50) / pct(g(direct), 50)
         p95 = pct(g("hub.total"), 95) / pct(g(direct), 95)
         lines.append(f"| {label} | {p50:.2f}x | {p95:.2f}x |")
@@ -449,12 +520,14 @@ def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
             ("SDK loop, fresh: connect", g("sdk_fresh.connect"), "`Client(url).__aenter__` (default cache)"),
             ("SDK loop, fresh: leg 1", g("sdk_fresh.leg1"), "`call_tool` sent -> elicitation callback runs"),
             ("SDK loop, fresh: leg 2", g("sdk_fresh.leg2"), "callback runs -> `call_tool` returns"),
+            ("`httpx2.AsyncClient()`", g("httpx2_client"), "30 constructions, the first step of every fresh connect"),
         ]
     )
 
     lines += ["", "## Through the hub, from the chat client's side", ""]
     lines += table(
         [
+            ("to response headers", g("hub.to_headers"), "chat POST sent -> SSE response headers read"),
             ("to question", g("hub.to_question"), "chat POST sent -> elicitation-request chunk parsed"),
             ("answer -> result", g("hub.answer_to_result"), "answer POST sent -> result text chunk parsed"),
             ("answer -> resolved event", g("hub.answer_to_resolved"), "answer POST sent -> elicitation-resolved chunk"),
@@ -481,7 +554,11 @@ def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
     lines += ["", "## Hub overhead per question, timed at the wire (per-iteration differences, hub via proxy)", ""]
     lines += table(
         [
-            ("chat POST -> downstream connect", g(f"{p}.sent_to_downstream_connect"), "-> hub's `server/discover` seen"),
+            (
+                "chat POST -> discover",
+                g(f"{p}.sent_to_downstream_connect"),
+                "-> hub's `server/discover` seen (pooled connection)",
+            ),
             ("discover round trip", g(f"{p}.discover_roundtrip"), "discover seen -> its answer seen"),
             ("discovered -> tools/call", g(f"{p}.discovered_to_call"), "discover answer seen -> tools/call seen"),
             ("chat POST -> tools/call", g(f"{p}.sent_to_call"), "all hub work before the first downstream call"),
@@ -490,15 +567,20 @@ def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
             ("**(b) answer -> retry**", g(f"{p}.B_answer_to_retry"), "answer POST sent -> retry tools/call seen"),
             ("server leg 2", g(f"{p}.server_leg2"), "retry seen -> result seen"),
             ("(c) result -> client", g(f"{p}.C_result_to_client"), "result seen -> result text parsed by client"),
-            ("downstream close", g(f"{p}.downstream_close"), "result seen -> hub closes the downstream connection"),
+            ("(c1) result -> tools/list", g(f"{p}.result_to_list"), "result seen -> hub's SDK sends tools/list"),
+            ("(c2) tools/list round trip", g(f"{p}.list_roundtrip"), "that tools/list seen -> its answer seen"),
+            ("(c3) listed -> client", g(f"{p}.listed_to_client"), "list answer seen -> result text parsed by client"),
         ]
     )
     refreshed = int(sum(g(f"{p}.refreshed_tools")))
     conns = g(f"{p}.connections")
     lines += [
         "",
-        f"Proxied rounds that also refreshed the hub's tools/list cache (30 s TTL): {refreshed} of {len(conns)}; "
-        f"downstream TCP connections per round: {min(conns, default=0):.0f}..{max(conns, default=0):.0f}.",
+        f"Proxied rounds that also refreshed the hub's tools/list cache (30 s TTL): {refreshed} of {len(conns)}. "
+        f"The hub reuses pooled keep-alive downstream connections: {sum(conns):.0f} new downstream TCP connections "
+        f"in those {len(conns)} rounds ({sum(1 for c in conns if c):.0f} rounds opened any).",
+        "",
+        *NOTES,
     ]
     return "\n".join(lines)
 
@@ -506,8 +588,18 @@ def report(s: Samples, n: int, warmup: int, elapsed: float) -> str:
 # --- main ----------------------------------------------------------------------------------------------------------
 
 
-async def measure(n: int, warmup: int, mcp_url: str, proxy: Proxy, hub_url: str, probe_url: str) -> Samples:
+async def measure(n: int, warmup: int, mcp_port: int, proxy_port: int, hub_url: str, probe_url: str) -> Samples:
+    mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+    proxy = Proxy(proxy_port, mcp_port)
+    await proxy.start()
     samples = Samples()
+    for _ in range(30):
+        # What each fresh SDK Client does first (mcp.shared._httpx_utils.create_mcp_http_client): build an httpx2
+        # client, whose default transport loads the CA bundle into a new SSL context even for an http:// URL.
+        t0 = now()
+        http = httpx2.AsyncClient()
+        samples.add("httpx2_client", now() - t0)
+        await http.aclose()
     direct = Direct(mcp_url)
     hub = ThroughHub(hub_url, "hub")
     probe = ThroughHub(probe_url, "probe", proxy)
@@ -532,34 +624,8 @@ async def measure(n: int, warmup: int, mcp_url: str, proxy: Proxy, hub_url: str,
                 print(f"  {i + 1}/{warmup + n} iterations", file=sys.stderr, flush=True)
     await hub.http.aclose()
     await probe.http.aclose()
+    await proxy.close()
     return samples
-
-
-async def amain(n: int, warmup: int) -> None:
-    started = now()
-    processes: list[subprocess.Popen[bytes]] = []
-    with tempfile.TemporaryDirectory(prefix="elicithub-bench-") as tmp:
-        workdir = Path(tmp)
-        try:
-            mcp_port = free_port()
-            server_log = (workdir / "mrtr.log").open("wb")
-            mrtr = subprocess.Popen(
-                [sys.executable, str(MRTR_SERVER), str(mcp_port)], cwd=ROOT, stdout=server_log, stderr=subprocess.STDOUT
-            )
-            processes.append(mrtr)
-            wait_for_port(mcp_port, mrtr)
-            mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
-            proxy = Proxy(mcp_port)
-            await proxy.start()
-            hub, hub_url = start_hub(workdir, "hub", mcp_url)
-            processes.append(hub)
-            probe, probe_url = start_hub(workdir, "probe", f"http://127.0.0.1:{proxy.port}/mcp")
-            processes.append(probe)
-            samples = await measure(n, warmup, mcp_url, proxy, hub_url, probe_url)
-        finally:
-            for process in processes:
-                stop(process)
-    print(report(samples, n, warmup, now() - started))
 
 
 def main() -> None:
@@ -567,8 +633,23 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="measured iterations per mode (default 200)")
     parser.add_argument("--warmup", type=int, default=10, help="warm-up iterations, not counted (default 10)")
     args = parser.parse_args()
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    asyncio.run(amain(args.n, args.warmup))
+    started, load_before = now(), os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="elicithub-bench-") as tmp, contextlib.ExitStack() as running:
+        workdir = Path(tmp)
+        mcp_port, proxy_port = free_port(), free_port()
+        mrtr = spawn([sys.executable, str(MRTR_SERVER), str(mcp_port)], workdir / "mrtr.log")
+        running.callback(stop, mrtr)
+        wait_for_port(mcp_port, mrtr)
+        hub, hub_port = start_hub(workdir, "hub", f"http://127.0.0.1:{mcp_port}/mcp")
+        running.callback(stop, hub)
+        probe, probe_port = start_hub(workdir, "probe", f"http://127.0.0.1:{proxy_port}/mcp")
+        running.callback(stop, probe)
+        wait_for_port(hub_port, hub)
+        wait_for_port(probe_port, probe)
+        hub_url, probe_url = f"http://127.0.0.1:{hub_port}", f"http://127.0.0.1:{probe_port}"
+        print(f"MCP server :{mcp_port}, hub {hub_url}, hub via proxy {probe_url}", file=sys.stderr, flush=True)
+        samples = asyncio.run(measure(args.n, args.warmup, mcp_port, proxy_port, hub_url, probe_url))
+    print(report(samples, args.n, args.warmup, now() - started, (load_before, os.getloadavg()[0])))
 
 
 if __name__ == "__main__":
