@@ -19,6 +19,8 @@ import uvicorn
 from elicithub.config import Config, parse_config
 from elicithub.server.app import create_app
 
+pytest_plugins = ["tests.core_fixtures"]
+
 SERVERS = Path(__file__).parent / "servers"
 USERS = [{"id": "alice", "token": "alice-secret"}, {"id": "bob", "token": "bob-secret-1"}]
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,30 +15,11 @@ from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitati
 from elicithub.core.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.schema import FieldError
-from elicithub.store import MemoryStore, SqliteStore
+from elicithub.store import MemoryStore
 from elicithub.store.base import Store
+from tests.core_fixtures import SCHEMA
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "region": {"type": "string", "enum": ["eu", "us"]},
-        "replicas": {"type": "integer", "minimum": 1},
-    },
-    "required": ["region"],
-}
 EU = Answer("accept", {"region": "eu"})
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    opened: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "hub.db")
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

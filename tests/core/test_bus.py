@@ -9,11 +9,6 @@ import pytest
 from elicithub.core.bus import EventBus
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def drain(queue: asyncio.Queue[str]) -> list[str]:
     events = []
     while not queue.empty():

@@ -23,16 +23,9 @@ from elicithub.core.elicitation import (
     resolved,
 )
 from elicithub.core.schema import FieldError
+from tests.core_fixtures import SCHEMA
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "region": {"type": "string", "enum": ["eu", "us"]},
-        "replicas": {"type": "integer", "minimum": 1},
-    },
-    "required": ["region"],
-}
 
 
 def form(**overrides: Any) -> Elicitation:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,18 +14,6 @@ from elicithub.store import MemoryStore, SqliteStore, open_store
 from elicithub.store.base import Store
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    opened: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "hub.db")
-    yield opened
-    await opened.close()
 
 
 def make(expires_in: timedelta = timedelta(minutes=10), **overrides: Any) -> Elicitation:
