@@ -111,6 +111,7 @@ def make_hub(legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path)
     def make(**overrides: Any) -> RunningHub:
         data: dict[str, Any] = {
             "store": {"url": f"sqlite:///{tmp_path / 'hub.db'}"},
+            "secrets": {"key_file": str(tmp_path / "secret.key")},
             "users": USERS,
             "mcp_servers": [
                 {"id": "legacy", "url": legacy_server.url, "protocol": "legacy"},

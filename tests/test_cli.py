@@ -21,8 +21,12 @@ mcp_servers:
   - id: deploy
     url: http://127.0.0.1:9100/mcp
   - id: tracker
-    command: [python, server.py]
+    url: http://127.0.0.1:9200/mcp
     credential_scope: user
+  - id: files
+    command: [python, server.py]
+    credential_scope: project
+    credential_env: FILES_TOKEN
 """
 BAD = """\
 mcp_servers:
@@ -52,7 +56,8 @@ def test_config_check_on_a_good_file_prints_what_it_found(tmp_path: Path) -> Non
     assert "  users       alice" in lines
     assert "  elicitation timeout 120 s, at most 10 rounds" in lines
     assert "  mcp server  deploy: http://127.0.0.1:9100/mcp (credentials: none, protocol: auto)" in lines
-    assert "  mcp server  tracker: python server.py (credentials: user, protocol: auto)" in lines
+    assert "  mcp server  tracker: http://127.0.0.1:9200/mcp (credentials: user, protocol: auto)" in lines
+    assert "  mcp server  files: python server.py (credentials: project, protocol: auto)" in lines
     assert result.stderr == ""
 
 
@@ -129,7 +134,7 @@ def test_installed_command_checks_good_and_bad_files(tmp_path: Path) -> None:
     )
     assert good.returncode == 0, good.stderr
     assert "mcp server  deploy: http://127.0.0.1:9100/mcp" in good.stdout
-    assert "mcp server  tracker: python server.py" in good.stdout
+    assert "mcp server  files: python server.py" in good.stdout
 
     bad = subprocess.run(
         [*_console_script(), "config", "check", str(write(tmp_path, BAD, "bad.yaml"))],

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from elicithub.config import Config, ConfigError, load_config, parse_config
+from elicithub.config import Config, ConfigError, DemoConfig, load_config, parse_config
 
 FULL = """\
 public_url: http://hub.example.test:8700      # base of links put in url-mode elicitations
@@ -23,7 +23,7 @@ mcp_servers:
     url: http://127.0.0.1:9100/mcp
     credential_scope: none
   - id: tracker
-    command: [python, server.py]
+    url: http://127.0.0.1:9200/mcp
     credential_scope: user
     protocol: legacy
     oauth: {client_id: hub-client, client_secret_env: TRACKER_SECRET, scopes: [issues.read, issues.write]}
@@ -48,7 +48,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_no_file_means_embedded_defaults() -> None:
     config = load_config(None)
-    assert config == Config()
+    assert config == Config(demo=DemoConfig(enabled=True))
     assert config.store.url == "sqlite:///.elicithub/hub.db"
     assert config.model.kind == "scripted"
     assert config.elicitation.timeout_s == 600
@@ -78,7 +78,7 @@ def test_full_valid_file_is_read_completely(tmp_path: Path) -> None:
     assert deploy.credential_scope == "none"
     assert deploy.protocol == "auto"
     assert deploy.oauth is None
-    assert (tracker.id, tracker.url, tracker.command) == ("tracker", None, ["python", "server.py"])
+    assert (tracker.id, tracker.url, tracker.command) == ("tracker", "http://127.0.0.1:9200/mcp", None)
     assert tracker.credential_scope == "user"
     assert tracker.protocol == "legacy"
     assert tracker.oauth is not None

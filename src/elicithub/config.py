@@ -57,17 +57,41 @@ class StreamsConfig(_Strict):
 
 
 class OAuthConfig(_Strict):
-    client_id: str
+    """A pre-registered OAuth client; endpoints are discovered (RFC 9728, RFC 8414) unless given here."""
+
+    client_id: str | None = None  # without it the hub registers itself (RFC 7591)
     client_secret_env: str | None = None
     scopes: list[str] = []
+    issuer: str | None = Field(default=None, pattern=r"^https?://")
+    authorization_endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    token_endpoint: str | None = Field(default=None, pattern=r"^https?://")
+
+    @model_validator(mode="after")
+    def _both_endpoints(self) -> OAuthConfig:
+        if (self.authorization_endpoint is None) != (self.token_endpoint is None):
+            raise ValueError("give both authorization_endpoint and token_endpoint, or neither")
+        if self.authorization_endpoint is not None and self.client_id is None:
+            raise ValueError("client_id: is required with explicit endpoints (there is no registration endpoint)")
+        return self
+
+
+class ToolConfig(_Strict):
+    """A tool the hub can offer before anyone has signed in to a user-scoped server (it cannot list them then)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    input_schema: dict[str, Any] = {"type": "object"}
 
 
 class McpServerConfig(_Strict):
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    name: str | None = None  # how people see the service ("Tracker"); defaults to the id, capitalised
     url: str | None = None
     command: list[str] | None = None
     credential_scope: Literal["none", "project", "user"] = "none"
+    credential_env: str | None = None  # project scope: the environment variable holding the shared token
     oauth: OAuthConfig | None = None
+    tools: list[ToolConfig] = []
     # Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
     # legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create).
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
@@ -80,7 +104,29 @@ class McpServerConfig(_Strict):
             raise ValueError("url: must be an http(s) URL")
         if self.command is not None and not self.command:
             raise ValueError("command: must not be empty")
+        if self.credential_scope == "project" and not self.credential_env:
+            raise ValueError("credential_env: is required when credential_scope is project")
+        if self.credential_scope == "user" and self.url is None:
+            raise ValueError("credential_scope: user needs a url (OAuth protects HTTP servers, not stdio)")
         return self
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id[:1].upper() + self.id[1:]
+
+
+class SecretsConfig(_Strict):
+    """Where the hub's master key comes from: the environment, else a file generated on first run (mode 0600)."""
+
+    key_env: str = "ELICITHUB_SECRET_KEY"
+    key_file: str = ".elicithub/secret.key"
+
+
+class DemoConfig(_Strict):
+    """The built-in demo servers, dev OAuth provider and signed-in dev user (on when serve runs without config)."""
+
+    enabled: bool = False
+    dev_user: str = Field(default="dev", min_length=1)
 
 
 class Config(_Strict):
@@ -91,6 +137,8 @@ class Config(_Strict):
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
     mcp_servers: list[McpServerConfig] = []
+    secrets: SecretsConfig = SecretsConfig()
+    demo: DemoConfig = DemoConfig()
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Config:
@@ -149,7 +197,7 @@ def parse_config(data: Any, source: str = "config") -> Config:
 def load_config(path: Path | None) -> Config:
     """Read a YAML config; None means the embedded defaults."""
     if path is None:
-        return Config()
+        return Config(demo=DemoConfig(enabled=True))
     try:
         text = path.read_text()
     except OSError as exc:

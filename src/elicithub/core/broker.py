@@ -146,6 +146,16 @@ class Broker:
     def pending_here(self) -> int:
         return len(self._waiters)
 
+    def waiting_in(self, conversation_id: str) -> list[Elicitation]:
+        """The questions this process's runs still wait on in a conversation, oldest first."""
+        now = utcnow()
+        waiting = [
+            e
+            for e, future in self._waiters.values()
+            if e.conversation_id == conversation_id and not future.done() and not e.is_due(now)
+        ]
+        return sorted(waiting, key=lambda e: e.created_at)
+
     async def cancel_stream(self, stream_id: str) -> None:
         """Cancel every question a run is waiting on (the person moved on with a new message)."""
         ids = [e.id for e, _ in self._waiters.values() if e.stream_id == stream_id]

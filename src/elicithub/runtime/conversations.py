@@ -65,6 +65,13 @@ class Conversations:
         context = CallContext(conversation.id, stream_id, conversation.user_id, supports_elicitation)
         conversation.task = asyncio.create_task(self.runner.run(conversation.messages, context))
 
+    def get(self, conversation_id: str, user_id: str | None) -> Conversation:
+        """The caller's existing conversation; unknown, another user's, or asked for anonymously: not found."""
+        conversation = self._items.get(conversation_id)
+        if conversation is None or user_id is None or conversation.user_id != user_id:
+            raise ConversationNotFound(conversation_id)
+        return conversation
+
     def running_on(self, conversation_id: str, stream_id: str) -> bool:
         conversation = self._items.get(conversation_id)
         return conversation is not None and conversation.running and conversation.stream_id == stream_id

@@ -26,7 +26,7 @@ class Runner:
         publish = self.bus.publish
         reason = "stop"
         try:
-            specs = await self.tools.list_tools()
+            specs = await self.tools.list_tools(context)
             for _ in range(MAX_STEPS):
                 turn = await self.model.complete(messages, specs)
                 if turn.text:

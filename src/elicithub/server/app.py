@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,9 +12,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from elicithub.auth import pages
 from elicithub.config import Config
 from elicithub.core.errors import ElicitationError, InvalidContent
-from elicithub.server import routes
+from elicithub.server import routes, web
 from elicithub.server.hub import Hub
 
 
@@ -24,6 +26,23 @@ def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
 def _field(loc: tuple[Any, ...]) -> str:
     parts = [str(p) for p in loc if p != "body"]
     return ".".join(parts) or "body"
+
+
+class _RedactQuery(logging.Filter):
+    """Access log lines keep the path but drop the query of auth pages: it carries link tokens and codes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and len(record.args) >= 3 and isinstance(record.args[2], str):
+            path = record.args[2]
+            if path.startswith("/auth/") and "?" in path:
+                record.args = (*record.args[:2], path.split("?", 1)[0] + "?[redacted]", *record.args[3:])
+        return True
+
+
+def redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _RedactQuery) for f in access.filters):
+        access.addFilter(_RedactQuery())
 
 
 def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
@@ -40,6 +59,10 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app = FastAPI(title="elicithub", version="0.1.0", lifespan=lifespan)
     app.state.hub = hub
     app.include_router(routes.router)
+    app.include_router(pages.router)
+    redact_access_log()
+    app.include_router(web.router)
+    app.mount(web.STATIC_PATH, web.static_files(), name="static")
 
     @app.exception_handler(ElicitationError)
     async def _elicitation_error(_: Request, exc: ElicitationError) -> JSONResponse:

@@ -7,6 +7,11 @@ import contextlib
 import logging
 from datetime import timedelta
 
+from elicithub.auth.keys import Keys, load_keys
+from elicithub.auth.kv import open_kv
+from elicithub.auth.links import LinkSigner
+from elicithub.auth.oauth import OAuthClient
+from elicithub.auth.vault import Vault
 from elicithub.config import Config
 from elicithub.core.broker import Broker
 from elicithub.core.bus import EventBus
@@ -16,6 +21,7 @@ from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
 from elicithub.server.identity import Identity
 from elicithub.store import Store, open_store
+from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.mcp import McpBridge
 
 log = logging.getLogger(__name__)
@@ -25,21 +31,31 @@ RESOLVED_RETENTION = timedelta(days=1)
 
 
 class Hub:
-    def __init__(self, config: Config, *, store: Store | None = None, model: Model | None = None) -> None:
+    def __init__(
+        self, config: Config, *, store: Store | None = None, model: Model | None = None, keys: Keys | None = None
+    ) -> None:
         self.config = config
+        self.keys = keys if keys is not None else load_keys(config.secrets)
         self.store = store if store is not None else open_store(config.store.url)
         self.bus: EventBus[StreamEvent] = EventBus()
         self.broker = Broker(self.store, self.bus)
         self.model = model if model is not None else create_model(config.model)
+        self.vault = Vault(open_kv(config.store.url), self.keys)
+        self.links = LinkSigner(self.keys)
+        self.oauth = OAuthClient(self.vault, config.public_url.rstrip("/") + "/auth/callback")
+        gate = CredentialGate(
+            self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
+        )
         self.tools = McpBridge(
             config.mcp_servers,
             self.broker,
             timeout_s=config.elicitation.timeout_s,
             max_rounds=config.elicitation.max_rounds,
             sampler=self.model,
+            gate=gate,
         )
         self.conversations = Conversations(Runner(self.model, self.tools, self.bus), self.broker)
-        self.identity = Identity(config.users)
+        self.identity = Identity(config.users, self.keys.derive("session"))
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -52,6 +68,7 @@ class Hub:
                 await self._sweeper
         await self.conversations.close()
         await self.tools.close()
+        await self.vault.kv.close()
         await self.store.close()
 
     async def _sweep(self) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
+from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,11 +26,35 @@ from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.runtime.models import Message, Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 
 log = logging.getLogger(__name__)
 
 _TOOLS_TTL_S = 30.0
 _STATE_ONLY_BACKOFF_S = (0.05, 0.25)
+
+
+@dataclass
+class _CallAuth:
+    """The Authorization header of the call in progress, and whether the server rejected it."""
+
+    header: str | None
+    rejected: bool = False
+
+
+_call_auth: contextvars.ContextVar[_CallAuth | None] = contextvars.ContextVar("elicithub_call_auth", default=None)
+
+
+class _ContextAuth(httpx2.Auth):
+    """Auth for the shared HTTP client: each call's own header, from the context the SDK's tasks inherit."""
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        auth = _call_auth.get()
+        if auth is not None and auth.header is not None:
+            request.headers["Authorization"] = auth.header
+        response = yield request
+        if auth is not None and response.status_code == 401:
+            auth.rejected = True
 
 
 class Refused(Exception):
@@ -107,8 +134,10 @@ class McpBridge:
         timeout_s: float,
         max_rounds: int,
         sampler: Model | None,
+        gate: CredentialGate | None = None,
     ) -> None:
         self.servers = {s.id: s for s in servers}
+        self.gate = gate
         self.broker = broker
         self.timeout_s = timeout_s
         self.max_rounds = max_rounds
@@ -120,7 +149,9 @@ class McpBridge:
         # One pooled HTTP client for every downstream call: building one per call costs ~20 ms of blocking TLS setup.
         # Its read timeout outlasts a question, because a 2025-11-25 server keeps the response open while it asks.
         if self._http is None:
-            self._http = create_mcp_http_client(timeout=httpx2.Timeout(30, read=max(300, self.timeout_s + 60)))
+            self._http = create_mcp_http_client(
+                timeout=httpx2.Timeout(30, read=max(300, self.timeout_s + 60)), auth=_ContextAuth()
+            )
         return self._http
 
     async def close(self) -> None:
@@ -154,9 +185,11 @@ class McpBridge:
             cache=None,
         )
 
-    async def list_tools(self) -> list[ToolSpec]:
+    async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]:
         specs: list[ToolSpec] = []
-        results = await asyncio.gather(*(self._server_tools(s) for s in self.servers.values()), return_exceptions=True)
+        results = await asyncio.gather(
+            *(self._server_tools(s, context) for s in self.servers.values()), return_exceptions=True
+        )
         for server, result in zip(self.servers.values(), results, strict=True):
             if isinstance(result, BaseException):
                 log.warning("MCP server %s is unavailable: %s", server.id, _reason(result))
@@ -164,12 +197,25 @@ class McpBridge:
                 specs.extend(result)
         return specs
 
-    async def _server_tools(self, server: McpServerConfig) -> list[ToolSpec]:
+    async def _server_tools(self, server: McpServerConfig, context: CallContext | None) -> list[ToolSpec]:
         cached = self._tools.get(server.id)
         if cached is not None and time.monotonic() - cached[0] < _TOOLS_TTL_S:
             return cached[1]
-        async with self._client(server) as client:
-            listed = await client.list_tools()
+        header = await self._listing_authorization(server, context)
+        if server.credential_scope == "user" and header is None:
+            # Never call a user-scoped server without the user's token: offer what we know of its tools.
+            return cached[1] if cached is not None else self._declared(server)
+        auth = _CallAuth(header)
+        reset = _call_auth.set(auth)
+        try:
+            async with self._client(server) as client:
+                listed = await client.list_tools()
+        except Exception:
+            if auth.rejected and server.credential_scope == "user":
+                return cached[1] if cached is not None else self._declared(server)
+            raise
+        finally:
+            _call_auth.reset(reset)
         specs = [
             ToolSpec(f"{server.id}.{t.name}", t.description or t.title or t.name, dict(t.input_schema))
             for t in listed.tools
@@ -177,12 +223,47 @@ class McpBridge:
         self._tools[server.id] = (time.monotonic(), specs)
         return specs
 
+    @staticmethod
+    def _declared(server: McpServerConfig) -> list[ToolSpec]:
+        return [ToolSpec(f"{server.id}.{t.name}", t.description or t.name, dict(t.input_schema)) for t in server.tools]
+
+    async def _listing_authorization(self, server: McpServerConfig, context: CallContext | None) -> str | None:
+        if self.gate is None or server.credential_scope == "none":
+            return None
+        if server.credential_scope == "project":
+            return await self.gate.authorization(server, "tools/list", context or _NOBODY)
+        if context is None or context.user_id is None:
+            return None
+        credential = await self.gate.usable(server, context.user_id)
+        return None if credential is None else f"Bearer {credential.access_token}"
+
     async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
         server_id, _, tool = name.partition(".")
         server = self.servers.get(server_id)
         if server is None or not tool:
             return ToolOutcome(f"There is no MCP server for tool {name}.", is_error=True)
+        if self.gate is None or server.credential_scope == "none":
+            return await self._call(server, tool, arguments, context, _CallAuth(None))
+        for reconnect in (False, True):
+            try:
+                header = await self.gate.authorization(server, tool, context, reconnect=reconnect)
+            except CredentialRefused as exc:
+                return ToolOutcome(str(exc), is_error=True)
+            auth = _CallAuth(header)
+            outcome = await self._call(server, tool, arguments, context, auth)
+            if not auth.rejected:
+                return outcome
+            log.info("%s rejected the credential for %s", server.id, tool)
+            if server.credential_scope != "user":
+                break
+        return ToolOutcome(f"{server.display_name} rejected the credential for {server.id}.{tool}.", is_error=True)
+
+    async def _call(
+        self, server: McpServerConfig, tool: str, arguments: dict[str, Any], context: CallContext, auth: _CallAuth
+    ) -> ToolOutcome:
+        server_id, name = server.id, f"{server.id}.{tool}"
         question = Question(self.broker, context, server_id, tool, self.timeout_s)
+        reset = _call_auth.set(auth)
         try:
             async with self._client(server, question) as client:
                 result = await self._call_rounds(client, tool, arguments, question)
@@ -192,8 +273,12 @@ class McpBridge:
                 return ToolOutcome(str(refused), is_error=True)
             if question.failure is not None:
                 return ToolOutcome(question.failure, is_error=True)
+            if auth.rejected:
+                return ToolOutcome("unauthorized", is_error=True)
             log.warning("call to %s failed: %s", name, _reason(exc))
             return ToolOutcome(f"The MCP server {server_id} failed during {tool}: {_reason(exc)}", is_error=True)
+        finally:
+            _call_auth.reset(reset)
         if question.failure is not None:
             return ToolOutcome(question.failure, is_error=True)
         return ToolOutcome(_text(result), is_error=bool(result.is_error))
@@ -262,6 +347,9 @@ class McpBridge:
             model=self.sampler.name,
             stop_reason="endTurn",
         )
+
+
+_NOBODY = CallContext("", "", None, False)
 
 
 async def _no_roots(context: ClientRequestContext) -> mt.ListRootsResult:

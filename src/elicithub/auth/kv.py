@@ -1,0 +1,113 @@
+"""A small keyed store of opaque bytes for the vault: memory or a table in the hub's SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class SecretKV(Protocol):
+    async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
+
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def take(self, key: str) -> bytes | None:
+        """Read and delete in one step: of several takers of one key exactly one gets the value."""
+
+    async def delete(self, key: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryKV:
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[bytes, float | None]] = {}
+
+    def _live(self, key: str) -> bytes | None:
+        item = self._items.get(key)
+        if item is None:
+            return None
+        if item[1] is not None and item[1] <= time.time():
+            del self._items[key]
+            return None
+        return item[0]
+
+    async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
+        self._items[key] = (value, None if ttl_s is None else time.time() + ttl_s)
+
+    async def get(self, key: str) -> bytes | None:
+        return self._live(key)
+
+    async def take(self, key: str) -> bytes | None:
+        value = self._live(key)
+        self._items.pop(key, None)
+        return value
+
+    async def delete(self, key: str) -> None:
+        self._items.pop(key, None)
+
+    async def close(self) -> None:
+        self._items.clear()
+
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS vault (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at REAL)"
+
+
+class SqliteKV:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute(_SCHEMA)
+        self._lock = threading.Lock()
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                return fn(self._db)
+
+        return await asyncio.to_thread(locked)
+
+    async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
+        expires = None if ttl_s is None else time.time() + ttl_s
+        await self._run(lambda db: db.execute("INSERT OR REPLACE INTO vault VALUES (?, ?, ?)", (key, value, expires)))
+
+    async def get(self, key: str) -> bytes | None:
+        def read(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute(
+                "SELECT value FROM vault WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)", (key, time.time())
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(read)
+
+    async def take(self, key: str) -> bytes | None:
+        def take(db: sqlite3.Connection) -> bytes | None:
+            row = db.execute(
+                "DELETE FROM vault WHERE key = ? AND (expires_at IS NULL OR expires_at > ?) RETURNING value",
+                (key, time.time()),
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run(take)
+
+    async def delete(self, key: str) -> None:
+        await self._run(lambda db: db.execute("DELETE FROM vault WHERE key = ?", (key,)))
+
+    async def close(self) -> None:
+        await self._run(lambda db: db.close())
+
+
+def open_kv(store_url: str) -> SecretKV:
+    """The vault lives beside the elicitations: in memory, or in the same SQLite file."""
+    if store_url.startswith("sqlite:///"):
+        return SqliteKV(Path(store_url.removeprefix("sqlite:///")))
+    return MemoryKV()

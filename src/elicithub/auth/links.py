@@ -1,0 +1,48 @@
+"""Opaque, signed, short-lived link tokens for url-mode elicitations: they name an elicitation and its user."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from elicithub.auth.keys import Keys
+
+
+class BadLink(Exception):
+    """The link token is tampered with, expired, or not one of ours."""
+
+
+@dataclass(frozen=True)
+class Link:
+    elicitation_id: str
+    user_tag: str
+
+    def for_user(self, user_id: str | None, keys: LinkSigner) -> bool:
+        return user_id is not None and hmac.compare_digest(self.user_tag, keys.user_tag(user_id))
+
+
+class LinkSigner:
+    """Fernet tokens: encrypted (nothing in the link is readable) and authenticated, with a timestamp for expiry."""
+
+    def __init__(self, keys: Keys) -> None:
+        self._fernet = Fernet(base64.urlsafe_b64encode(keys.derive("link")))
+        self._tag_key = keys.derive("link-user")
+
+    def user_tag(self, user_id: str) -> str:
+        return hmac.new(self._tag_key, user_id.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def sign(self, elicitation_id: str, user_id: str) -> str:
+        payload = json.dumps({"e": elicitation_id, "u": self.user_tag(user_id)}, separators=(",", ":"))
+        return self._fernet.encrypt(payload.encode()).decode()
+
+    def verify(self, token: str, max_age_s: float) -> Link:
+        try:
+            data = json.loads(self._fernet.decrypt(token.encode(), ttl=max(1, int(max_age_s))))
+            return Link(str(data["e"]), str(data["u"]))
+        except (InvalidToken, ValueError, KeyError, TypeError):
+            raise BadLink("This sign-in link is not valid or has expired.") from None

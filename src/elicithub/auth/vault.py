@@ -1,0 +1,115 @@
+"""The token vault: credentials per (server, user), client registrations and pending sign-ins, encrypted at rest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from elicithub.auth.keys import Keys
+from elicithub.auth.kv import SecretKV
+
+
+@dataclass(frozen=True)
+class Credential:
+    """What the hub keeps for one user of one server. Never logged, never put on a stream."""
+
+    access_token: str
+    token_type: str = "Bearer"
+    refresh_token: str | None = None
+    expires_at: float | None = None  # unix seconds
+    scope: str | None = None
+
+    def __repr__(self) -> str:  # keep tokens out of tracebacks and debug output
+        return f"Credential(token_type={self.token_type!r}, expires_at={self.expires_at!r}, scope={self.scope!r})"
+
+
+@dataclass(frozen=True)
+class ClientRegistration:
+    """The OAuth client the hub is at one authorization server (configured or dynamically registered)."""
+
+    client_id: str
+    client_secret: str | None = None
+    token_endpoint_auth_method: str = "client_secret_post"
+
+    def __repr__(self) -> str:
+        return f"ClientRegistration(client_id={self.client_id!r})"
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """A sign-in between /auth/connect and /auth/callback, found again by its `state`."""
+
+    elicitation_id: str
+    user_id: str
+    server_id: str
+    code_verifier: str
+    browser: str  # hash of the cookie set on the browser that started it
+
+    def __repr__(self) -> str:
+        return f"SignIn(elicitation_id={self.elicitation_id!r}, server_id={self.server_id!r})"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Vault:
+    """Every value is sealed with AES-GCM under a key derived for the vault, bound to the key it is stored under."""
+
+    def __init__(self, kv: SecretKV, keys: Keys) -> None:
+        self.kv = kv
+        self._aead = AESGCM(keys.derive("vault"))
+
+    def _seal(self, key: str, data: dict[str, Any]) -> bytes:
+        nonce = os.urandom(12)
+        return nonce + self._aead.encrypt(nonce, json.dumps(data).encode(), key.encode())
+
+    def _open(self, key: str, sealed: bytes | None) -> dict[str, Any] | None:
+        if sealed is None or len(sealed) < 13:
+            return None
+        try:
+            data: dict[str, Any] = json.loads(self._aead.decrypt(sealed[:12], sealed[12:], key.encode()))
+        except (InvalidTag, ValueError):
+            return None  # sealed under another key (the master key changed): as good as absent
+        return data
+
+    @staticmethod
+    def _credential_key(server_id: str, user_id: str) -> str:
+        return f"credential:{server_id}:{_digest(user_id)}"
+
+    async def credential(self, server_id: str, user_id: str) -> Credential | None:
+        key = self._credential_key(server_id, user_id)
+        data = self._open(key, await self.kv.get(key))
+        return None if data is None else Credential(**data)
+
+    async def save_credential(self, server_id: str, user_id: str, credential: Credential) -> None:
+        key = self._credential_key(server_id, user_id)
+        await self.kv.put(key, self._seal(key, asdict(credential)))
+
+    async def forget_credential(self, server_id: str, user_id: str) -> None:
+        await self.kv.delete(self._credential_key(server_id, user_id))
+
+    async def client(self, issuer: str) -> ClientRegistration | None:
+        key = f"client:{_digest(issuer)}"
+        data = self._open(key, await self.kv.get(key))
+        return None if data is None else ClientRegistration(**data)
+
+    async def save_client(self, issuer: str, client: ClientRegistration) -> None:
+        key = f"client:{_digest(issuer)}"
+        await self.kv.put(key, self._seal(key, asdict(client)))
+
+    async def start_sign_in(self, state: str, sign_in: SignIn, ttl_s: float) -> None:
+        key = f"signin:{_digest(state)}"
+        await self.kv.put(key, self._seal(key, asdict(sign_in)), ttl_s)
+
+    async def take_sign_in(self, state: str) -> SignIn | None:
+        """The sign-in for this `state`, once: a replayed or unknown state gets None."""
+        key = f"signin:{_digest(state)}"
+        data = self._open(key, await self.kv.take(key))
+        return None if data is None else SignIn(**data)

@@ -1,0 +1,122 @@
+"""Start the demo servers (tracker, deploy, release) on loopback inside the running event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from elicithub.demo.deploy import deploy_server, release_server
+from elicithub.demo.tracker import Tracker, base_url
+
+_STARTUP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Demo:
+    """The running demo servers. URLs are the MCP endpoints; `tracker_issuer` is its OAuth issuer."""
+
+    tracker_url: str
+    deploy_url: str
+    release_url: str
+    tracker_issuer: str
+    tracker: Tracker
+
+    def mcp_servers(self) -> list[dict[str, Any]]:
+        """The servers as entries of the hub's `mcp_servers` config."""
+        return [
+            {"id": "tracker", "url": self.tracker_url, "credential_scope": "user"},
+            {"id": "deploy", "url": self.deploy_url, "protocol": "2026-07-28"},
+            {"id": "release", "url": self.release_url, "protocol": "legacy"},
+        ]
+
+
+class _Server(uvicorn.Server):
+    # The process owner (the hub's own server, or the test) handles signals; demo servers stop when told.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.asynccontextmanager
+async def start_demo(
+    host: str = "127.0.0.1",
+    *,
+    tracker_port: int = 0,
+    deploy_port: int = 0,
+    release_port: int = 0,
+    token_ttl: float = 3600.0,
+) -> AsyncIterator[Demo]:
+    """Serve the three demo servers until the block exits; a port of 0 picks a free one."""
+    sockets = [_bind(host, port) for port in (tracker_port, deploy_port, release_port)]
+    bases = [base_url(host, sock.getsockname()[1]) for sock in sockets]
+    tracker = Tracker(bases[0], token_ttl=token_ttl)
+    apps: list[ASGIApp] = [
+        tracker.app,
+        deploy_server().streamable_http_app(host=host),
+        release_server().streamable_http_app(host=host),
+    ]
+    servers = [
+        _Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)) for app in apps
+    ]
+    tasks = [
+        asyncio.create_task(_serve(server, sock), name=f"demo-{name}")
+        for server, sock, name in zip(servers, sockets, ("tracker", "deploy", "release"), strict=True)
+    ]
+    try:
+        await _until_started(servers, tasks)
+        yield Demo(
+            tracker_url=tracker.url,
+            deploy_url=f"{bases[1]}/mcp",
+            release_url=f"{bases[2]}/mcp",
+            tracker_issuer=tracker.base_url,
+            tracker=tracker,
+        )
+    finally:
+        for server in servers:
+            server.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for sock in sockets:
+            sock.close()
+
+
+async def _serve(server: _Server, sock: socket.socket) -> None:
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit as exc:
+        # uvicorn exits the process when an app fails to start; here that must not take the hub down with it.
+        raise RuntimeError(f"the app failed to start (exit code {exc.code})") from None
+
+
+async def _until_started(servers: list[_Server], tasks: list[asyncio.Task[None]]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _STARTUP_TIMEOUT_S
+    while not all(server.started for server in servers):
+        failed = next((t for t in tasks if t.done()), None)
+        if failed is not None:
+            raise RuntimeError(f"{failed.get_name()} stopped while starting") from _error(failed)
+        if loop.time() > deadline:
+            raise RuntimeError(f"demo servers did not start within {_STARTUP_TIMEOUT_S:g} s")
+        await asyncio.sleep(0.01)
+
+
+def _error(task: asyncio.Task[None]) -> BaseException | None:
+    return None if task.cancelled() else task.exception()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

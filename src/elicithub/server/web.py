@@ -1,0 +1,81 @@
+"""The web widget: its page and static files, the demo session cookie, and the reads the page needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import FileResponse
+from starlette.staticfiles import StaticFiles
+
+from elicithub.core.events import request_event
+from elicithub.runtime.models import Message
+from elicithub.server.identity import SESSION_COOKIE, SESSION_MAX_AGE_S
+from elicithub.server.routes import HubDep, UserDep
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "clients" / "web"
+STATIC_PATH = "/static"
+
+# The page loads only its own files and talks only to its own origin; server text is never markup, and this
+# keeps it inert even if a bug ever let some through.
+_PAGE_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-cache",
+}
+
+router = APIRouter()
+
+
+def static_files() -> StaticFiles:
+    return StaticFiles(directory=WEB_DIR)
+
+
+@router.get("/", include_in_schema=False)
+async def index(request: Request, hub: HubDep) -> Response:
+    response = FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=_PAGE_HEADERS)
+    demo = hub.config.demo
+    if demo.enabled and "authorization" not in request.headers and hub.identity.session_user(request) is None:
+        response.set_cookie(
+            SESSION_COOKIE,
+            hub.identity.session_token(demo.dev_user),
+            max_age=SESSION_MAX_AGE_S,
+            path="/",
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+        )
+    return response
+
+
+@router.get("/run/api/me")
+async def me(user: UserDep) -> dict[str, str | None]:
+    return {"user": user}
+
+
+@router.get("/run/api/conversations/{conversation_id}")
+async def conversation(conversation_id: str, hub: HubDep, user: UserDep) -> dict[str, Any]:
+    """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
+    found = hub.conversations.get(conversation_id, user)
+    return {
+        "id": found.id,
+        "messages": [shown for m in found.messages if (shown := _shown(m)) is not None],
+        "pending": [request_event(e) for e in hub.broker.waiting_in(found.id) if e.user_id == user],
+    }
+
+
+def _shown(message: Message) -> dict[str, str] | None:
+    """A chat message as the transcript shows it: user and assistant text only (tool steps are in the text)."""
+    role, content = message.get("role"), message.get("content")
+    if role not in ("user", "assistant"):
+        return None
+    if isinstance(content, list):
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if not isinstance(content, str) or not content:
+        return None
+    return {"role": role, "text": content}

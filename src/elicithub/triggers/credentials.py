@@ -1,0 +1,123 @@
+"""User-scoped credentials: find the caller's token before a call, refresh it, or ask them to connect (url mode)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import replace
+from urllib.parse import urlencode
+
+from elicithub.auth.links import LinkSigner
+from elicithub.auth.oauth import OAuthClient, OAuthProblem
+from elicithub.auth.vault import Credential, Vault
+from elicithub.config import McpServerConfig
+from elicithub.core.broker import Broker
+from elicithub.core.elicitation import new_elicitation
+from elicithub.runtime.tools import CallContext
+
+log = logging.getLogger(__name__)
+
+REFRESH_MARGIN_S = 60.0
+"""Refresh a token this long before it expires, so a call never starts with one about to lapse."""
+
+NOT_PROVIDED = "Authentication required but not provided."
+
+
+class CredentialRefused(Exception):
+    """No credential, and none coming: the message is the tool error the model sees."""
+
+
+def needs_connection(server: McpServerConfig, tool: str) -> str:
+    return (
+        f"Tool {server.id}.{tool} requires user authentication. The user needs to connect their "
+        f"{server.display_name} account before this tool can be used."
+    )
+
+
+class CredentialGate:
+    """Before each call to a server: the Authorization header to send, or a url-mode question that gets one."""
+
+    def __init__(
+        self, vault: Vault, oauth: OAuthClient, broker: Broker, links: LinkSigner, public_url: str, timeout_s: float
+    ) -> None:
+        self.vault = vault
+        self.oauth = oauth
+        self.broker = broker
+        self.links = links
+        self.public_url = public_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._refreshing: dict[tuple[str, str], asyncio.Lock] = {}
+
+    async def authorization(
+        self, server: McpServerConfig, tool: str, context: CallContext, *, reconnect: bool = False
+    ) -> str | None:
+        """The header value for this call; raises CredentialRefused. `reconnect`: the stored token was rejected."""
+        if server.credential_scope == "none":
+            return None
+        if server.credential_scope == "project":
+            assert server.credential_env is not None
+            token = os.environ.get(server.credential_env)
+            if not token:
+                raise CredentialRefused(
+                    f"The hub has no credential for {server.display_name}: set ${server.credential_env}."
+                )
+            return f"Bearer {token}"
+        if not context.can_ask or context.user_id is None:
+            raise CredentialRefused(needs_connection(server, tool))
+        user_id = context.user_id
+        if reconnect:
+            await self.vault.forget_credential(server.id, user_id)
+        credential = await self.usable(server, user_id)
+        if credential is None:
+            credential = await self._connect(server, tool, context, user_id)
+        return f"Bearer {credential.access_token}"
+
+    async def usable(self, server: McpServerConfig, user_id: str) -> Credential | None:
+        """The stored credential, refreshed first when it is about to expire; None when there is none that works."""
+        credential = await self.vault.credential(server.id, user_id)
+        if credential is None or not _expiring(credential):
+            return credential
+        lock = self._refreshing.setdefault((server.id, user_id), asyncio.Lock())
+        async with lock:
+            credential = await self.vault.credential(server.id, user_id)  # another call may have refreshed it
+            if credential is None or not _expiring(credential):
+                return credential
+            if credential.refresh_token is None:
+                await self.vault.forget_credential(server.id, user_id)
+                return None
+            try:
+                refreshed = await self.oauth.refresh(server, credential)
+            except OAuthProblem as exc:
+                log.info("refreshing the %s token failed (%s); asking the user to connect again", server.id, exc)
+                await self.vault.forget_credential(server.id, user_id)
+                return None
+            await self.vault.save_credential(server.id, user_id, refreshed)
+            log.info("refreshed the %s token", server.id)
+            return refreshed
+
+    async def _connect(self, server: McpServerConfig, tool: str, context: CallContext, user_id: str) -> Credential:
+        elicitation = new_elicitation(
+            conversation_id=context.conversation_id,
+            user_id=user_id,
+            stream_id=context.stream_id,
+            mode="url",
+            message=f"{server.display_name} requires authentication. Connect your account to continue.",
+            timeout_s=self.timeout_s,
+            url="about:blank",
+            context={"trigger": "credential_required", "serverId": server.id, "toolName": tool},
+        )
+        token = self.links.sign(elicitation.id, user_id)
+        elicitation = replace(elicitation, url=f"{self.public_url}/auth/connect?{urlencode({'t': token})}")
+        resolution = await self.broker.request(elicitation)
+        if resolution.outcome == "accepted":
+            # The callback stores the token before it resolves the elicitation, so it is there now.
+            credential = await self.vault.credential(server.id, user_id)
+            if credential is not None:
+                return credential
+        raise CredentialRefused(NOT_PROVIDED)
+
+
+def _expiring(credential: Credential) -> bool:
+    return credential.expires_at is not None and credential.expires_at - REFRESH_MARGIN_S <= time.time()

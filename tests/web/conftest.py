@@ -1,0 +1,76 @@
+"""Fixtures for the web widget's tests: Debian's chromium driven by Playwright, and pages signed in by cookie."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from elicithub.server.hub import Hub
+from elicithub.server.identity import SESSION_COOKIE
+from tests.conftest import RunningHub
+
+CHROMIUM = Path("/usr/bin/chromium")
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "test-output" / "screenshots"
+
+
+def hub_of(running: RunningHub) -> Hub:
+    """The Hub object inside a RunningHub's app, to sign session cookies with its own key."""
+    hub: Hub = running.server.config.app.state.hub
+    return hub
+
+
+def session_cookie(running: RunningHub, user: str) -> str:
+    return hub_of(running).identity.session_token(user)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    # The browser tests are part of the suite: a machine without chromium fails them rather than skipping them.
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing; install Debian's chromium (scripts/test does) to run the browser tests")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield launched
+        launched.close()
+
+
+OpenPage = Callable[..., Page]
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[OpenPage]:
+    """Open the widget of a hub in a fresh browser context, signed in as `user` through the session cookie."""
+    contexts = []
+    errors: list[str] = []
+
+    def open_(running: RunningHub, user: str | None = "alice") -> Page:
+        context = browser.new_context(viewport={"width": 900, "height": 760})
+        context.set_default_timeout(10_000)
+        if user is not None:
+            value = session_cookie(running, user)
+            context.add_cookies([{"name": SESSION_COOKIE, "value": value, "url": running.url}])
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(running.url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        return page
+
+    yield open_
+    for context in contexts:
+        context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def screenshot(page: Page, selector: str, name: str, *, copy_to: Path | None = None) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    page.locator(selector).screenshot(path=str(path))
+    if copy_to is not None:
+        copy_to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, copy_to)
