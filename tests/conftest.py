@@ -18,6 +18,7 @@ import uvicorn
 
 from elicithub.config import Config, parse_config
 from elicithub.server.app import create_app
+from elicithub.server.hub import Hub
 
 pytest_plugins = ["tests.core_fixtures"]
 
@@ -70,13 +71,13 @@ def mrtr_server() -> Iterator[McpProcess]:
 
 
 class RunningHub:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, port: int | None = None) -> None:
         self.config = config
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(
-            uvicorn.Config(create_app(config), host="127.0.0.1", port=self.port, log_level="warning")
-        )
+        app = create_app(config)
+        self.hub: Hub = app.state.hub
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         wait_for_port(self.port)
@@ -109,7 +110,9 @@ def make_hub(legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path)
     hubs: list[RunningHub] = []
 
     def make(**overrides: Any) -> RunningHub:
+        port = free_port()
         data: dict[str, Any] = {
+            "public_url": f"http://127.0.0.1:{port}",
             "store": {"url": f"sqlite:///{tmp_path / 'hub.db'}"},
             "secrets": {"key_file": str(tmp_path / "secret.key")},
             "users": USERS,
@@ -119,7 +122,7 @@ def make_hub(legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path)
             ],
         }
         data.update(overrides)
-        hub = RunningHub(parse_config(data))
+        hub = RunningHub(parse_config(data), port)
         hubs.append(hub)
         return hub
 

@@ -122,7 +122,7 @@ async def call_tracker(demo: Demo, access_token: str, tool: str, arguments: dict
     """Call a tracker tool through the official SDK client with a bearer token; returns the text."""
     async with (
         httpx2.AsyncClient(headers={"authorization": f"Bearer {access_token}"}, timeout=10) as http,
-        Client(streamable_http_client(demo.tracker_url, http_client=http), mode="2026-07-28") as client,
+        Client(streamable_http_client(demo.tracker_url, http_client=http)) as client,
     ):
         result = await client.call_tool(tool, arguments or {})
     assert not result.is_error, result

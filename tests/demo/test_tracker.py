@@ -5,10 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 from elicithub.demo.launcher import Demo, start_demo
-from tests.demo.conftest import OAuthFlow, call_tracker, stats
+from tests.demo.conftest import REDIRECT_URI, OAuthFlow, call_tracker, query, stats
 
 pytestmark = pytest.mark.anyio
 
@@ -201,3 +207,51 @@ async def test_each_person_who_connects_sees_only_their_own_issues(demo: Demo, t
     after = (await stats(tracker_http))["toolCalls"]
     assert after["create_issue"] == before.get("create_issue", 0) + 1
     assert after["list_issues"] == before.get("list_issues", 0) + 2
+
+
+class MemoryTokens:
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+async def test_the_sdk_oauth_client_discovers_and_connects(demo: Demo, tracker_http: httpx.AsyncClient) -> None:
+    redirects: list[dict[str, str]] = []
+
+    async def press_allow(authorization_url: str) -> None:
+        consent = await tracker_http.get(authorization_url, follow_redirects=True)
+        answer = {"request": query(str(consent.url))["request"], "decision": "allow"}
+        redirects.append(query((await tracker_http.post("/consent", data=answer)).headers["location"]))
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=redirects[-1]["code"], state=redirects[-1]["state"])
+
+    storage = MemoryTokens()
+    auth = OAuthClientProvider(
+        demo.tracker_url,
+        OAuthClientMetadata(redirect_uris=[AnyUrl(REDIRECT_URI)], client_name="sdk client"),
+        storage,
+        redirect_handler=press_allow,
+        callback_handler=callback,
+    )
+    async with (
+        httpx2.AsyncClient(auth=auth, timeout=10) as http,
+        Client(streamable_http_client(demo.tracker_url, http_client=http)) as client,
+    ):
+        result = await client.call_tool("list_issues", {})
+
+    assert not result.is_error
+    assert storage.tokens is not None and storage.tokens.refresh_token
+    assert storage.client is not None and storage.client.client_name == "sdk client"

@@ -74,6 +74,8 @@ def deploy_server() -> MCPServer:
 def _deploy(service: str, content: dict[str, Any]) -> CallToolResult:
     region, replicas = content.get("region"), content.get("replicas", 2)
     features = content.get("features") or []
+    if isinstance(replicas, float) and replicas.is_integer():
+        replicas = int(replicas)  # JSON does not tell 3 from 3.0
     if region not in REGIONS:
         return _text(f"Unknown region {region!r}; nothing was deployed.", error=True)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 1 <= replicas <= 10:
@@ -95,7 +97,7 @@ def release_server() -> MCPServer:
     """The `release` server (MCP 2025-11-25): asks for confirmation mid-call with elicitation/create."""
     server: MCPServer = MCPServer("release", instructions="Rolls demo services back.", log_level="WARNING")
 
-    @server.tool()
+    @server.tool(structured_output=False)
     async def rollback(service: str, ctx: Context) -> str:
         """Roll a service back to its previous release; asks for confirmation first."""
         answer = await ctx.elicit(f"Roll {service} back to the previous release?", Rollback)

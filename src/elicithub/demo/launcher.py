@@ -54,7 +54,14 @@ async def start_demo(
     token_ttl: float = 3600.0,
 ) -> AsyncIterator[Demo]:
     """Serve the three demo servers until the block exits; a port of 0 picks a free one."""
-    sockets = [_bind(host, port) for port in (tracker_port, deploy_port, release_port)]
+    sockets: list[socket.socket] = []
+    try:
+        for port in (tracker_port, deploy_port, release_port):
+            sockets.append(_bind(host, port))
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
     bases = [base_url(host, sock.getsockname()[1]) for sock in sockets]
     tracker = Tracker(bases[0], token_ttl=token_ttl)
     apps: list[ASGIApp] = [

@@ -20,7 +20,6 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
 
 SCOPE = "issues"
 CONSENT_PATH = "/consent"
@@ -54,7 +53,9 @@ class _Grant:
 
 
 class DemoOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
-    """The SDK's `OAuthAuthorizationServerProvider`, kept in memory, with a consent page at `/consent`.
+    """The SDK's `OAuthAuthorizationServerProvider`, kept in memory; `authorize` sends the person to `consent_page`.
+
+    Serve `consent_page` at `CONSENT_PATH` next to the SDK's `create_auth_routes`.
 
     Every Allow creates a new resource owner (`subject`), so each person who connects gets their own data.
     """
@@ -132,10 +133,6 @@ class DemoOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Refr
         self._by_refresh.clear()
         return count
 
-    def routes(self) -> list[Route]:
-        """The consent page; the SDK's `create_auth_routes` serves the rest of the authorization server."""
-        return [Route(CONSENT_PATH, self._consent_page, methods=["GET", "POST"])]
-
     def _issue(self, client_id: str, scopes: list[str], resource: str | None, subject: str | None) -> OAuthToken:
         deadline = time.time() + self.token_ttl
         access = AccessToken(
@@ -167,33 +164,27 @@ class DemoOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Refr
         for code in [k for k, c in self._codes.items() if c.expires_at < wall]:
             del self._codes[code]
 
-    async def _consent_page(self, request: Request) -> Response:
+    async def consent_page(self, request: Request) -> Response:
+        """`GET /consent?request=...` shows the question; `POST /consent` answers it and goes back to the client."""
         if request.method == "GET":
             request_id = request.query_params.get("request", "")
             consent = self._consents.get(request_id)
             if consent is None or consent.deadline < time.monotonic():
-                return _page(
-                    "Request expired",
-                    "<p>This authorization request has expired or was already answered. "
-                    "Start connecting again from the app.</p>",
-                    status=400,
-                )
+                return _expired()
             return _page("Allow access?", _consent_form(request_id, consent))
         form = await request.form()
         consent = self._consents.pop(str(form.get("request", "")), None)
         if consent is None or consent.deadline < time.monotonic():
-            return _page(
-                "Request expired", "<p>This authorization request has expired or was already answered.</p>", status=400
-            )
+            return _expired()
         params = consent.params
         if form.get("decision") != "allow":
-            target = construct_redirect_uri(
+            denied = construct_redirect_uri(
                 str(params.redirect_uri),
                 error="access_denied",
                 error_description="The user denied access.",
                 state=params.state,
             )
-            return RedirectResponse(target, status_code=302)
+            return RedirectResponse(denied, status_code=302)
         code = AuthorizationCode(
             code=secrets.token_urlsafe(32),
             scopes=params.scopes or (consent.client.scope or SCOPE).split(),
@@ -206,8 +197,8 @@ class DemoOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Refr
             subject=f"demo-user-{secrets.token_hex(4)}",
         )
         self._codes[code.code] = code
-        target = construct_redirect_uri(str(params.redirect_uri), code=code.code, state=params.state)
-        return RedirectResponse(target, status_code=302)
+        allowed = construct_redirect_uri(str(params.redirect_uri), code=code.code, state=params.state)
+        return RedirectResponse(allowed, status_code=302)
 
 
 def _consent_form(request_id: str, consent: _Consent) -> str:
@@ -221,6 +212,11 @@ After you answer you go back to <strong>{destination}</strong>.</p>
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>"""
+
+
+def _expired() -> HTMLResponse:
+    message = "This authorization request has expired or was already answered. Start connecting again from the app."
+    return _page("Request expired", f"<p>{message}</p>", status=400)
 
 
 def _page(title: str, body: str, *, status: int = 200) -> HTMLResponse:

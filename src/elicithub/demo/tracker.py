@@ -14,10 +14,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from elicithub.demo.oauth import SCOPE, DemoOAuthProvider
+from elicithub.demo.oauth import CONSENT_PATH, SCOPE, DemoOAuthProvider
 
 MCP_PATH = "/mcp"
 _SEED = (
@@ -91,7 +90,7 @@ class Tracker:
             log_level="WARNING",
         )
 
-        @server.tool()
+        @server.tool(structured_output=False)
         async def list_issues() -> str:
             """List your issues in the tracker."""
             issues = self.issues_of(_owner())
@@ -99,7 +98,7 @@ class Tracker:
             lines = [f"#{i.number} [{i.state}] {i.title}" for i in issues]
             return f"You have {len(issues)} issues:\n" + "\n".join(lines) if issues else "You have no issues."
 
-        @server.tool()
+        @server.tool(structured_output=False)
         async def create_issue(title: str, body: str = "") -> str:
             """Create an issue in your tracker."""
             if not title.strip():
@@ -119,13 +118,10 @@ class Tracker:
         async def revoke_all(request: Request) -> Response:
             return JSONResponse({"revoked": self.provider.revoke_all()})
 
+        self.server.custom_route(CONSENT_PATH, methods=["GET", "POST"])(self.provider.consent_page)
         # Debug routes are unauthenticated on purpose: the demo binds to loopback only.
-        for route in (
-            *self.provider.routes(),
-            Route("/debug/stats", stats, methods=["GET"]),
-            Route("/debug/revoke-all", revoke_all, methods=["POST"]),
-        ):
-            self.server.custom_route(route.path, methods=sorted(route.methods or []))(route.endpoint)
+        self.server.custom_route("/debug/stats", methods=["GET"])(stats)
+        self.server.custom_route("/debug/revoke-all", methods=["POST"])(revoke_all)
         return self.server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=urlsplit(self.base_url).hostname or "127.0.0.1"
         )
