@@ -109,8 +109,8 @@ HubFactory = Callable[..., RunningHub]
 def make_hub(legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path: Path) -> Iterator[HubFactory]:
     hubs: list[RunningHub] = []
 
-    def make(**overrides: Any) -> RunningHub:
-        port = free_port()
+    def make(port: int | None = None, **overrides: Any) -> RunningHub:
+        port = port or free_port()
         data: dict[str, Any] = {
             "public_url": f"http://127.0.0.1:{port}",
             "store": {"url": f"sqlite:///{tmp_path / 'hub.db'}"},

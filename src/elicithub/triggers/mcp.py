@@ -202,8 +202,8 @@ class McpBridge:
         if cached is not None and time.monotonic() - cached[0] < _TOOLS_TTL_S:
             return cached[1]
         header = await self._listing_authorization(server, context)
-        if server.credential_scope == "user" and header is None:
-            # Never call a user-scoped server without the user's token: offer what we know of its tools.
+        if server.credential_scope != "none" and header is None:
+            # Never call a protected server without its token: offer what we know of its tools.
             return cached[1] if cached is not None else self._declared(server)
         auth = _CallAuth(header)
         reset = _call_auth.set(auth)
@@ -231,7 +231,10 @@ class McpBridge:
         if self.gate is None or server.credential_scope == "none":
             return None
         if server.credential_scope == "project":
-            return await self.gate.authorization(server, "tools/list", context or _NOBODY)
+            try:
+                return await self.gate.authorization(server, "tools/list", context or _NOBODY)
+            except CredentialRefused:
+                return None
         if context is None or context.user_id is None:
             return None
         credential = await self.gate.usable(server, context.user_id)
