@@ -34,7 +34,14 @@ def serve(
     from elicithub.server.app import create_app
 
     loaded = _load(config)
-    typer.echo(f"elicithub listening on http://{host}:{port}  (store {loaded.store.url}, model {loaded.model.kind})")
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    address = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+    if "public_url" not in loaded.model_fields_set:
+        # Links in url-mode questions point back at this hub: by default, where it listens.
+        loaded = loaded.model_copy(update={"public_url": address})
+    typer.echo(f"elicithub listening on {address}  (store {loaded.store.url}, model {loaded.model.kind})")
+    if loaded.demo.enabled:
+        typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
     uvicorn.run(create_app(loaded), host=host, port=port, log_level="info")
 
 

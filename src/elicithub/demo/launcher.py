@@ -30,11 +30,37 @@ class Demo:
 
     def mcp_servers(self) -> list[dict[str, Any]]:
         """The servers as entries of the hub's `mcp_servers` config."""
-        return [
-            {"id": "tracker", "url": self.tracker_url, "credential_scope": "user"},
-            {"id": "deploy", "url": self.deploy_url, "protocol": "2026-07-28"},
-            {"id": "release", "url": self.release_url, "protocol": "legacy"},
-        ]
+        return demo_entries(self.tracker_url, self.deploy_url, self.release_url)
+
+
+TRACKER_TOOLS: list[dict[str, Any]] = [
+    {"name": "list_issues", "description": "List the issues in your tracker account."},
+    {
+        "name": "create_issue",
+        "description": "Open an issue in your tracker account.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["title"],
+        },
+    },
+]
+"""The tracker's tools, offered before anyone has signed in (a user-scoped server cannot be listed without a token)."""
+
+
+def demo_entries(tracker_url: str, deploy_url: str, release_url: str) -> list[dict[str, Any]]:
+    """The hub's `mcp_servers` entries for demo servers at these URLs."""
+    return [
+        {"id": "tracker", "url": tracker_url, "credential_scope": "user", "tools": TRACKER_TOOLS},
+        {"id": "deploy", "url": deploy_url, "protocol": "2026-07-28"},
+        {"id": "release", "url": release_url, "protocol": "legacy"},
+    ]
+
+
+def demo_urls(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:
+    """The MCP endpoint URLs the demo servers will have on these ports."""
+    tracker, deploy, release = (base_url(host, port) for port in ports)
+    return f"{tracker}/mcp", f"{deploy}/mcp", f"{release}/mcp"
 
 
 class _Server(uvicorn.Server):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from datetime import timedelta
 
 from elicithub.auth.keys import Keys, load_keys
@@ -12,10 +13,11 @@ from elicithub.auth.kv import open_kv
 from elicithub.auth.links import LinkSigner
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.vault import Vault
-from elicithub.config import Config
+from elicithub.config import Config, McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.bus import EventBus
 from elicithub.core.events import StreamEvent
+from elicithub.demo.launcher import demo_entries, demo_urls
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
@@ -26,6 +28,9 @@ from elicithub.triggers.mcp import McpBridge
 
 log = logging.getLogger(__name__)
 
+DEMO_HOST = "127.0.0.1"
+"""The demo servers listen on loopback only, whatever address the hub itself listens on."""
+
 RESOLVED_RETENTION = timedelta(days=1)
 """How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
 
@@ -34,6 +39,16 @@ class Hub:
     def __init__(
         self, config: Config, *, store: Store | None = None, model: Model | None = None, keys: Keys | None = None
     ) -> None:
+        self._demo_ports: tuple[int, int, int] | None = None
+        self._demo: contextlib.AsyncExitStack | None = None
+        if config.demo.enabled:
+            # The demo servers start with the hub; their ports are chosen now so the bridge knows their URLs.
+            self._demo_ports = (_free_port(), _free_port(), _free_port())
+            entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports))
+            demo_servers = [McpServerConfig.model_validate(e) for e in entries]
+            taken = {s.id for s in config.mcp_servers}
+            servers = [*[s for s in demo_servers if s.id not in taken], *config.mcp_servers]
+            config = config.model_copy(update={"mcp_servers": servers})
         self.config = config
         self.keys = keys if keys is not None else load_keys(config.secrets)
         self.store = store if store is not None else open_store(config.store.url)
@@ -59,6 +74,15 @@ class Hub:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        if self._demo_ports is not None:
+            from elicithub.demo.launcher import start_demo
+
+            self._demo = contextlib.AsyncExitStack()
+            tracker, deploy, release = self._demo_ports
+            await self._demo.enter_async_context(
+                start_demo(DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release)
+            )
+            log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
         self._sweeper = asyncio.create_task(self._sweep())
 
     async def close(self) -> None:
@@ -68,6 +92,8 @@ class Hub:
                 await self._sweeper
         await self.conversations.close()
         await self.tools.close()
+        if self._demo is not None:
+            await self._demo.aclose()
         await self.vault.kv.close()
         await self.store.close()
 
@@ -81,3 +107,10 @@ class Hub:
                 await self.broker.purge(RESOLVED_RETENTION)
             except Exception:
                 log.exception("sweeping elicitations failed")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((DEMO_HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
