@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elicithub.runtime.models import ToolSpec
+
+if TYPE_CHECKING:
+    from elicithub.core.broker import Resolution
+    from elicithub.core.elicitation import Elicitation
+    from elicithub.runtime.runs import Pause
+
+
+class Checkpoint(Protocol):
+    """How a tool call that waits for a person is made durable, and continued after a restart."""
+
+    async def pause(self, pause: Pause) -> None:
+        """Persist the run: it now waits for the elicitations named in `pause`."""
+
+    async def replay(self, elicitation: Elicitation) -> Resolution | None:
+        """An answer already given to this same question before the run was interrupted (waiting if still open)."""
+
+    def resume_from(self) -> Pause | None:
+        """Where the interrupted call stopped, the first time the call asks; None afterwards."""
 
 
 @dataclass(frozen=True)
@@ -16,6 +34,7 @@ class CallContext:
     stream_id: str
     user_id: str | None
     supports_elicitation: bool
+    checkpoint: Checkpoint | None = None
 
     @property
     def can_ask(self) -> bool:

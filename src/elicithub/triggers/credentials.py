@@ -15,6 +15,7 @@ from elicithub.auth.vault import Credential, Vault
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_elicitation
+from elicithub.runtime.runs import Pause
 from elicithub.runtime.tools import CallContext
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,12 @@ class CredentialGate:
         )
         token = self.links.sign(elicitation.id, user_id)
         elicitation = replace(elicitation, url=f"{self.public_url}/auth/connect?{urlencode({'t': token})}")
-        resolution = await self.broker.request(elicitation)
+        checkpoint = context.checkpoint
+        resolution = await checkpoint.replay(elicitation) if checkpoint is not None else None
+        if resolution is None:
+            if checkpoint is not None:
+                await checkpoint.pause(Pause("rerun", {"0": elicitation.id}))
+            resolution = await self.broker.request(elicitation)
         if resolution.outcome == "accepted":
             # The callback stores the token before it resolves the elicitation, so it is there now.
             credential = await self.vault.credential(server.id, user_id)

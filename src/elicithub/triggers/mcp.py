@@ -25,6 +25,7 @@ from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.runtime.models import Message, Model, ToolSpec
+from elicithub.runtime.runs import Pause
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 
@@ -112,15 +113,45 @@ class Question:
         return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
 
     async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again."""
         elicitation = self.build(params)
+        checkpoint = self.context.checkpoint
+        if checkpoint is not None:
+            replayed = await checkpoint.replay(elicitation)
+            if replayed is not None:
+                return self.result(elicitation, replayed)
+            await checkpoint.pause(Pause("rerun", {"0": elicitation.id}))
         return self.result(elicitation, await self.broker.request(elicitation))
 
-    async def ask_all(self, requests: dict[str, mt.ElicitRequest]) -> dict[str, mt.ElicitResult]:
+    async def ask_all(
+        self, requests: dict[str, mt.ElicitRequest], round_: mt.InputRequiredResult, rounds: int
+    ) -> dict[str, mt.ElicitResult]:
         """One MRTR round: every question is shown at once and answered independently."""
         keys = list(requests)
         elicitations = [self.build(requests[k].params) for k in keys]
+        if self.context.checkpoint is not None:
+            await self.context.checkpoint.pause(
+                Pause(
+                    "mrtr",
+                    {k: e.id for k, e in zip(keys, elicitations, strict=True)},
+                    request_state=round_.request_state,
+                    input_requests=round_.model_dump(by_alias=True, mode="json", exclude_none=True),
+                    rounds=rounds,
+                )
+            )
         resolutions = await self.broker.request_all(elicitations)
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
+
+    async def answers_to(self, pause: Pause) -> dict[str, mt.ElicitResult]:
+        """The answers to a round asked before a restart: waits for any still open."""
+        answers: dict[str, mt.ElicitResult] = {}
+        for key, elicitation_id in pause.elicitation_ids.items():
+            elicitation = await self.broker.store.get(elicitation_id)
+            if elicitation is None:
+                answers[key] = mt.ElicitResult(action="cancel")
+                continue
+            answers[key] = self.result(elicitation, await self.broker.wait(elicitation_id))
+        return answers
 
 
 class McpBridge:
@@ -266,10 +297,11 @@ class McpBridge:
     ) -> ToolOutcome:
         server_id, name = server.id, f"{server.id}.{tool}"
         question = Question(self.broker, context, server_id, tool, self.timeout_s)
+        resume = context.checkpoint.resume_from() if context.checkpoint is not None else None
         reset = _call_auth.set(auth)
         try:
             async with self._client(server, question) as client:
-                result = await self._call_rounds(client, tool, arguments, question)
+                result = await self._call_rounds(client, tool, arguments, question, resume)
         except Exception as exc:
             refused = _leaf(exc)
             if isinstance(refused, Refused):
@@ -287,11 +319,29 @@ class McpBridge:
         return ToolOutcome(_text(result), is_error=bool(result.is_error))
 
     async def _call_rounds(
-        self, client: Client, tool: str, arguments: dict[str, Any], question: Question
+        self, client: Client, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None = None
     ) -> mt.CallToolResult:
-        """Drive the 2026-07-28 loop ourselves: each round's questions go to the person, then retry."""
-        result = await client.session.call_tool(tool, arguments, allow_input_required=True)
+        """Drive the 2026-07-28 loop ourselves: each round's questions go to the person, then retry.
+
+        With an `mrtr` resume point, the call continues from the round it was waiting in (after a restart):
+        the retry carries that round's `requestState` and the answers given since.
+        """
         rounds, delay = 0, _STATE_ONLY_BACKOFF_S[0]
+        if resume is not None and resume.kind == "mrtr" and resume.input_requests is not None:
+            waiting = mt.InputRequiredResult.model_validate(resume.input_requests)
+            rounds = resume.rounds
+            answers = await self._fulfil(waiting.input_requests or {}, question, answered=resume)
+            if question.failure is not None:
+                raise Refused(question.failure)
+            result: mt.CallToolResult | mt.InputRequiredResult = await client.session.call_tool(
+                tool,
+                arguments,
+                input_responses=answers,
+                request_state=waiting.request_state,
+                allow_input_required=True,
+            )
+        else:
+            result = await client.session.call_tool(tool, arguments, allow_input_required=True)
         while isinstance(result, mt.InputRequiredResult):
             rounds += 1
             if rounds > self.max_rounds:
@@ -302,7 +352,7 @@ class McpBridge:
             responses: mt.InputResponses | None = None
             if result.input_requests:
                 delay = _STATE_ONLY_BACKOFF_S[0]
-                responses = await self._fulfil(result.input_requests, question)
+                responses = await self._fulfil(result.input_requests, question, round_=result, rounds=rounds)
                 if question.failure is not None:
                     raise Refused(question.failure)
             else:
@@ -317,7 +367,15 @@ class McpBridge:
             )
         return result
 
-    async def _fulfil(self, requests: mt.InputRequests, question: Question) -> mt.InputResponses:
+    async def _fulfil(
+        self,
+        requests: mt.InputRequests,
+        question: Question,
+        *,
+        round_: mt.InputRequiredResult | None = None,
+        rounds: int = 0,
+        answered: Pause | None = None,
+    ) -> mt.InputResponses:
         elicits = {k: r for k, r in requests.items() if isinstance(r, mt.ElicitRequest)}
         responses: mt.InputResponses = {}
         for key, request in requests.items():
@@ -328,7 +386,11 @@ class McpBridge:
                 if isinstance(sampled, mt.ErrorData):
                     raise Refused(f"Tool {question.server_id}.{question.tool} needs sampling: {sampled.message}")
                 responses[key] = sampled
-        responses.update(await question.ask_all(elicits))
+        if answered is not None:
+            responses.update(await question.answers_to(answered))
+        elif elicits:
+            assert round_ is not None
+            responses.update(await question.ask_all(elicits, round_, rounds))
         return responses
 
     async def _sample(
