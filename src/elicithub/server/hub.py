@@ -70,7 +70,7 @@ class Hub:
             gate=gate,
         )
         self.conversations = Conversations(Runner(self.model, self.tools, self.bus), self.broker)
-        self.identity = Identity(config.users, self.keys.derive("session"))
+        self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -15,9 +15,10 @@ SESSION_MAX_AGE_S = 30 * 24 * 3600
 
 
 class Identity:
-    def __init__(self, users: list[UserConfig], session_key: bytes) -> None:
+    def __init__(self, users: list[UserConfig], session_key: bytes, public_url: str) -> None:
         self._users = [(u.token.encode(), u.id) for u in users]
         self._sessions = URLSafeTimedSerializer(session_key, salt="elicithub-session")
+        self._public_host = urlsplit(public_url).netloc
 
     def user_for(self, token: str) -> str | None:
         supplied = token.encode()
@@ -35,7 +36,7 @@ class Identity:
     def session_user(self, request: Request) -> str | None:
         """The user of a valid session cookie; a missing, stale or forged one is simply no user."""
         token = request.cookies.get(SESSION_COOKIE)
-        if not token or _cross_origin_write(request):
+        if not token or self._cross_origin_write(request):
             return None
         try:
             user = self._sessions.loads(token, max_age=SESSION_MAX_AGE_S)
@@ -53,13 +54,14 @@ class Identity:
             raise HTTPException(401, "The bearer token is not valid.", headers={"WWW-Authenticate": "Bearer"})
         return user
 
-
-def _cross_origin_write(request: Request) -> bool:
-    # Cookies ride along on requests other sites make; a state-changing one from another origin must not act as
-    # the user (SameSite=Lax does not separate two ports of one host, which count as the same site).
-    if request.method in ("GET", "HEAD", "OPTIONS"):
-        return False
-    origin = request.headers.get("origin")
-    if origin is None:
-        return False
-    return origin == "null" or urlsplit(origin).netloc != request.headers.get("host", "")
+    def _cross_origin_write(self, request: Request) -> bool:
+        # Cookies ride along on requests other sites make; a state-changing one from another origin must not act
+        # as the user (SameSite=Lax does not separate two ports of one host, which count as the same site).
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return False
+        origin = request.headers.get("origin")
+        if origin is None:
+            return False
+        host = urlsplit(origin).netloc
+        # The public URL counts too: a proxy in front of the hub may pass on its own Host header.
+        return origin == "null" or host not in (request.headers.get("host"), self._public_host)
