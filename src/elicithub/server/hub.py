@@ -43,6 +43,7 @@ class Hub:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        await self.broker.start()
         self._sweeper = asyncio.create_task(self._sweep())
 
     async def close(self) -> None:
@@ -51,6 +52,7 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.conversations.close()
+        await self.broker.close()
         await self.tools.close()
         await self.store.close()
 
