@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from typing import cast
 
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved, utcnow
 
@@ -20,6 +22,7 @@ PREFIX = "elicithub:"
 PENDING = f"{PREFIX}pending"
 RESOLVED = f"{PREFIX}resolved"
 
+MAX_CONNECTIONS = 64
 KEEP = timedelta(days=7)
 """A safety net: Redis drops an elicitation this long after its deadline or resolution even if no hub purges it."""
 
@@ -48,9 +51,15 @@ def _seconds(delta: timedelta) -> int:
 
 class RedisStore:
     def __init__(self, url: str) -> None:
-        self._redis: redis.Redis = redis.Redis.from_url(url, decode_responses=True)
+        # A blocking pool: past its size a command waits for a free connection instead of failing at once. The
+        # retry policy is the one a plain redis.Redis client has; a pool made apart from the client has none.
+        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)
+        pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=MAX_CONNECTIONS, decode_responses=True, retry=retry
+        )
+        self._redis: redis.Redis = redis.Redis.from_pool(pool)
         # Pub/sub channels are not per database, so the database is part of the channel's name.
-        db = self._redis.connection_pool.connection_kwargs.get("db", 0)
+        db = pool.connection_kwargs.get("db", 0)
         self._channel = f"{PREFIX}{db}:resolutions"
         self._transition = self._redis.register_script(_TRANSITION)
 
