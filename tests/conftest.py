@@ -70,21 +70,12 @@ def mrtr_server() -> Iterator[McpProcess]:
     server.kill()
 
 
-class RunningHub:
-    def __init__(self, config: Config, port: int | None = None) -> None:
-        self.config = config
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        app = create_app(config)
-        self.hub: Hub = app.state.hub
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        wait_for_port(self.port)
+class HubAddress:
+    """Where a hub listens, with clients for the test users."""
 
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
 
     def client(self, user: str | None = "alice") -> httpx.Client:
         headers = {"x-supports-elicitation": "true"}
@@ -100,6 +91,24 @@ class RunningHub:
             body["content"] = content
         with self.client(user) as client:
             return client.post("/run/api/elicitation-responses", json=body)
+
+
+class RunningHub(HubAddress):
+    """The hub served by uvicorn in a thread of the test process."""
+
+    def __init__(self, config: Config, port: int | None = None) -> None:
+        super().__init__(port or free_port())
+        self.config = config
+        app = create_app(config)
+        self.hub: Hub = app.state.hub
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
 
 
 HubFactory = Callable[..., RunningHub]

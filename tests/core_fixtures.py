@@ -1,15 +1,20 @@
-"""Fixtures and values shared by the core and store tests: the anyio backend, both stores, one form schema."""
+"""Fixtures and values shared by the core and store tests: the anyio backend, the three stores (with a real
+redis-server), one form schema."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
-from elicithub.store import MemoryStore, SqliteStore
+from elicithub.store import MemoryStore, RedisStore, SqliteStore
 from elicithub.store.base import Store
+from tests.conftest import free_port, wait_for_port
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -21,13 +26,58 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+class RedisServer:
+    """A real redis-server on a free port of 127.0.0.1, started for the test session."""
+
+    def __init__(self, workdir: Path, *persistence: str) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed; the Redis tests need it (apt install redis-server)")
+        self.port = free_port()
+        settings = persistence or ("--save", "", "--appendonly", "no")
+        command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(workdir), *settings]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        wait_for_port(self.port)
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def client(self, db: int = 0) -> redis.Redis:
+        return redis.Redis.from_url(self.url(db), decode_responses=True)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """Database 0 of the session's redis-server, emptied for this test."""
+    with redis_server.client() as client:
+        client.flushdb()
+    return redis_server.url()
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    opened: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "hub.db")
+    opened: Store
+    if request.param == "memory":
+        opened = MemoryStore()
+    elif request.param == "sqlite":
+        opened = SqliteStore(tmp_path / "hub.db")
+    else:
+        opened = RedisStore(request.getfixturevalue("redis_url"))
     yield opened
     await opened.close()

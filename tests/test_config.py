@@ -94,6 +94,11 @@ def test_memory_store_url_is_accepted() -> None:
     assert parse_config({"store": {"url": "memory://"}}).store.url == "memory://"
 
 
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "redis://cache.internal:6380/3", "redis://localhost"])
+def test_redis_store_urls_are_accepted(url: str) -> None:
+    assert parse_config({"store": {"url": url}}).store.url == url
+
+
 def test_config_is_frozen() -> None:
     config = parse_config({})
     with pytest.raises(ValidationError):
@@ -121,9 +126,11 @@ def test_bad_literal_lists_the_allowed_values() -> None:
     assert error_of({"model": {"kind": "gpt"}}) == "model.kind: must be one of scripted, openai"
 
 
-@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "sqlite://hub.db", "postgres://db/hub", ""])
+@pytest.mark.parametrize(
+    "url", ["sqlite://hub.db", "postgres://db/hub", "", "redis://", "redis://h/db0", "redis://h:port/0", "redis:/h"]
+)
 def test_bad_store_url_is_named(url: str) -> None:
-    assert error_of({"store": {"url": url}}) == "store.url: must be memory:// or sqlite:///PATH"
+    assert error_of({"store": {"url": url}}) == "store.url: must be memory://, sqlite:///PATH or redis://HOST:PORT/DB"
 
 
 def test_openai_model_needs_a_model_name() -> None:
@@ -173,11 +180,11 @@ def test_bad_numbers_are_named() -> None:
 
 
 def test_every_bad_key_is_reported_one_per_line() -> None:
-    message = error_of({"colour": 1, "store": {"url": "redis://h/0"}, "mcp_servers": [server(credential_scope="x")]})
+    message = error_of({"colour": 1, "store": {"url": "redis://h/zero"}, "mcp_servers": [server(credential_scope="x")]})
     assert sorted(message.splitlines()) == [
         "colour: unknown key",
         "mcp_servers[0].credential_scope: must be one of none, project, user",
-        "store.url: must be memory:// or sqlite:///PATH",
+        "store.url: must be memory://, sqlite:///PATH or redis://HOST:PORT/DB",
     ]
 
 

@@ -24,8 +24,8 @@ class StoreConfig(_Strict):
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, url: str) -> str:
-        if url != "memory://" and not url.startswith("sqlite:///"):
-            raise ValueError("must be memory:// or sqlite:///PATH")
+        if url != "memory://" and not re.match(r"^sqlite:///|^redis://[^\s/:@]+(:\d+)?(/\d+)?$", url):
+            raise ValueError("must be memory://, sqlite:///PATH or redis://HOST:PORT/DB")
         return url
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -23,8 +24,11 @@ EU = Answer("accept", {"region": "eu"})
 
 
 @pytest.fixture
-def broker(store: Store) -> Broker:
-    return Broker(store, EventBus[StreamEvent]())
+async def broker(store: Store) -> AsyncIterator[Broker]:
+    started = Broker(store, EventBus[StreamEvent]())
+    await started.start()
+    yield started
+    await started.close()
 
 
 _streams = iter(range(1_000_000))

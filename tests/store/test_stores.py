@@ -1,16 +1,18 @@
-"""MemoryStore and SqliteStore: the same Store contract, plus SQLite persistence and open_store()."""
+"""MemoryStore, SqliteStore and RedisStore: the same Store contract, plus SQLite persistence and open_store()."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from elicithub.core.elicitation import Answer, Elicitation, State
-from elicithub.store import MemoryStore, SqliteStore, open_store
+from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_store
 from elicithub.store.base import Store
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -123,6 +125,22 @@ async def test_purge_forgets_terminal_elicitations_resolved_before_the_cutoff(st
 
 
 @pytest.mark.anyio
+async def test_resolutions_start_with_none_then_name_each_elicitation_that_won_a_transition(store: Store) -> None:
+    first, second = make(), make()
+    for e in (first, second):
+        await store.put(e)
+    async with contextlib.aclosing(store.resolutions()) as notices:
+        with anyio.fail_after(5):
+            assert await anext(notices) is None  # listening from here on
+            assert await store.transition(first.id, State.DECLINED, Answer("decline"), NOW)
+            assert await store.transition(first.id, State.CANCELLED, Answer("cancel"), NOW) is False
+            assert await store.transition("eli_missing", State.CANCELLED, Answer("cancel"), NOW) is False
+            assert await store.transition(second.id, State.EXPIRED, None, NOW)
+            # The losing transitions said nothing: the next notice after the first is the second elicitation.
+            assert [await anext(notices), await anext(notices)] == [first.id, second.id]
+
+
+@pytest.mark.anyio
 async def test_sqlite_store_survives_reopening_the_same_file(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "hub.db"
     resolved, pending = make(), make(expires_in=timedelta(seconds=-1))
@@ -205,7 +223,19 @@ async def test_open_store_sqlite_url_with_relative_path(tmp_path: Path, monkeypa
         await store.close()
 
 
-@pytest.mark.parametrize("url", ["redis://localhost:6379/0", "sqlite://hub.db", "memory:", "", "postgres://x/y"])
+@pytest.mark.anyio
+async def test_open_store_redis_url(redis_url: str) -> None:
+    store = open_store(redis_url)
+    try:
+        assert isinstance(store, RedisStore)
+        e = make()
+        await store.put(e)
+        assert await store.get(e.id) == e
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("url", ["redis:/localhost:6379/0", "sqlite://hub.db", "memory:", "", "postgres://x/y"])
 def test_open_store_rejects_unsupported_urls(url: str) -> None:
     with pytest.raises(ValueError, match="unsupported store url"):
         open_store(url)

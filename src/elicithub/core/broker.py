@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import AsyncGenerator, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -46,10 +47,26 @@ class Resolution:
 
 
 class Broker:
-    def __init__(self, store: Store, bus: EventBus[StreamEvent]) -> None:
+    def __init__(self, store: Store, bus: EventBus[StreamEvent], *, durable: bool = False) -> None:
         self.store = store
         self.bus = bus
+        self.durable = durable
+        """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
         self._waiters: dict[str, tuple[Elicitation, asyncio.Future[Resolution]]] = {}
+        self._listener: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Listen to the store, so an answer taken by another process sharing it wakes the waiter here."""
+        notices = self.store.resolutions()
+        await anext(notices)  # listening from here on
+        self._listener = asyncio.create_task(self._listen(notices))
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
 
     async def request(self, elicitation: Elicitation) -> Resolution:
         """Store the elicitation, publish it on its stream, and wait until it ends (answer or deadline)."""
@@ -61,23 +78,59 @@ class Broker:
             self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
             remaining = (elicitation.expires_at - utcnow()).total_seconds()
             try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
+                resolution = await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
             except TimeoutError:
-                return await self.end(elicitation.id, State.EXPIRED)
+                resolution = await self.end(elicitation.id, State.EXPIRED)
         except asyncio.CancelledError:
-            # The run went away (client gone, shutdown): nobody can use an answer any more. The cancel
-            # must be stored before we give way, even if the caller keeps cancelling us (anyio does).
-            await _despite_cancellation(self._cancel_once_stored(stored, elicitation.id))
+            # The run went away (shutdown). A durable hub keeps the question open for the run to resume;
+            # otherwise nobody can use an answer any more, and the cancel must be stored before we give way,
+            # even if the caller keeps cancelling us (anyio does).
+            if not self.durable:
+                await _despite_cancellation(self._cancel_once_stored(stored, elicitation))
+            else:
+                await _despite_cancellation(_settled(stored))
             raise
         finally:
             self._waiters.pop(elicitation.id, None)
+        self._announce(elicitation, resolution)
+        return resolution
 
-    async def _cancel_once_stored(self, stored: asyncio.Future[None], elicitation_id: str) -> None:
+    async def _cancel_once_stored(self, stored: asyncio.Future[None], elicitation: Elicitation) -> None:
         try:
             await stored
         except Exception:
             return  # never stored, so there is nothing to cancel
-        await self.end(elicitation_id, State.CANCELLED)
+        self._announce(elicitation, await self.end(elicitation.id, State.CANCELLED))
+
+    def _announce(self, elicitation: Elicitation, resolution: Resolution) -> None:
+        # While someone waits here, only the waiter announces the end, whichever way it learnt of it (its own
+        # transition, its deadline, or a notice from the store), so its stream hears it exactly once.
+        self.bus.publish(elicitation.stream_id, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
+
+    async def wait(self, elicitation_id: str) -> Resolution:
+        """Wait for a question asked earlier (before a restart, or by another instance) to end."""
+        elicitation = await self.store.get(elicitation_id)
+        if elicitation is None:
+            raise NotFound(elicitation_id)
+        if elicitation.state is not State.PENDING:
+            return Resolution.of(elicitation)
+        future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
+        self._waiters[elicitation_id] = (elicitation, future)
+        try:
+            # It may have ended between the read and the registration: read again now that notices reach us.
+            current = await self.store.get(elicitation_id)
+            if current is not None and current.state is not State.PENDING:
+                return Resolution.of(current)
+            self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
+            remaining = (elicitation.expires_at - utcnow()).total_seconds()
+            try:
+                resolution = await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
+            except TimeoutError:
+                resolution = await self.end(elicitation_id, State.EXPIRED)
+        finally:
+            self._waiters.pop(elicitation_id, None)
+        self._announce(elicitation, resolution)
+        return resolution
 
     async def request_all(self, elicitations: list[Elicitation]) -> list[Resolution]:
         """Ask several questions together; they end independently."""
@@ -167,12 +220,41 @@ class Broker:
             return False
         outcome: Outcome = state.value  # type: ignore[assignment]
         log.info("elicitation %s %s", elicitation.id, outcome)
+        resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
         waiter = self._waiters.get(elicitation.id)
-        future = waiter[1] if waiter is not None else None
-        if future is not None and not future.done():
-            future.set_result(Resolution(elicitation.id, outcome, answer.content if answer else None))
-        self.bus.publish(elicitation.stream_id, ElicitationResolved(elicitation.id, outcome))
+        if waiter is None:
+            self._announce(elicitation, resolution)
+        elif not waiter[1].done():
+            waiter[1].set_result(resolution)
         return True
+
+    async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
+        """Wake the waiters here whose elicitation reached a terminal state through any process."""
+        while True:
+            try:
+                async with contextlib.aclosing(notices):
+                    async for elicitation_id in notices:
+                        # None: listening started over, and what was resolved meanwhile was not heard.
+                        for waiting in list(self._waiters) if elicitation_id is None else [elicitation_id]:
+                            await self._catch_up(waiting)
+                return
+            except Exception:
+                log.exception("listening for resolved elicitations failed; listening again in 1 s")
+            await asyncio.sleep(1)
+            notices = self.store.resolutions()
+
+    async def _catch_up(self, elicitation_id: str) -> None:
+        waiter = self._waiters.get(elicitation_id)
+        if waiter is None or waiter[1].done():
+            return  # nobody waits here, or the waiter already knows (this process made the transition)
+        stored = await self.store.get(elicitation_id)
+        if stored is not None and stored.state is not State.PENDING and not waiter[1].done():
+            waiter[1].set_result(Resolution.of(stored))
+
+
+async def _settled(stored: asyncio.Future[None]) -> None:
+    with contextlib.suppress(Exception):
+        await stored
 
 
 async def _despite_cancellation(work: Coroutine[Any, Any, None]) -> None:

@@ -74,6 +74,7 @@ class Hub:
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        await self.broker.start()
         if self._demo_ports is not None:
             from elicithub.demo.launcher import start_demo
 
@@ -91,6 +92,7 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         await self.conversations.close()
+        await self.broker.close()
         await self.tools.close()
         if self._demo is not None:
             await self._demo.aclose()

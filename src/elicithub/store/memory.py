@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from datetime import datetime
 
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved
+from elicithub.store.base import LocalResolutions
 
 
 class MemoryStore:
     def __init__(self) -> None:
         self._items: dict[str, Elicitation] = {}
+        self._resolutions = LocalResolutions()
 
     async def put(self, elicitation: Elicitation) -> None:
         self._items[elicitation.id] = elicitation
@@ -23,6 +26,7 @@ class MemoryStore:
         if current is None or current.state is not State.PENDING:
             return False
         self._items[elicitation_id] = resolved(current, state, answer, at)
+        self._resolutions.announce(elicitation_id)
         return True
 
     async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
@@ -33,6 +37,9 @@ class MemoryStore:
         for key in old:
             del self._items[key]
         return len(old)
+
+    def resolutions(self) -> AsyncGenerator[str | None, None]:
+        return self._resolutions.listen()
 
     async def close(self) -> None:
         self._items.clear()

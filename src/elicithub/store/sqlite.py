@@ -6,12 +6,13 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved
+from elicithub.store.base import LocalResolutions
 
 T = TypeVar("T")
 
@@ -36,6 +37,7 @@ class SqliteStore:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._resolutions = LocalResolutions()
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def locked() -> T:
@@ -73,7 +75,10 @@ class SqliteStore:
             finally:
                 db.execute("COMMIT")
 
-        return await self._run(cas)
+        if not await self._run(cas):
+            return False
+        self._resolutions.announce(elicitation_id)
+        return True
 
     async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
         def read(db: sqlite3.Connection) -> list[Any]:
@@ -90,6 +95,9 @@ class SqliteStore:
             return cursor.rowcount
 
         return await self._run(delete)
+
+    def resolutions(self) -> AsyncGenerator[str | None, None]:
+        return self._resolutions.listen()
 
     async def close(self) -> None:
         await self._run(lambda db: db.close())

@@ -1,0 +1,136 @@
+"""The scale-out store: elicitations in Redis, shared by every hub that points at it.
+
+Keys, all under `elicithub:`: one JSON string per elicitation (`elicithub:elicitation:<id>`), a sorted set of pending
+ids by deadline (`elicithub:pending`) and one of terminal ids by resolution time (`elicithub:resolved`). A transition
+is a compare-and-set in one Lua script, which also publishes the id on a channel, so every hub hears it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from datetime import datetime, timedelta
+from typing import cast
+
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+
+from elicithub.core.elicitation import Answer, Elicitation, State, resolved, utcnow
+
+PREFIX = "elicithub:"
+PENDING = f"{PREFIX}pending"
+RESOLVED = f"{PREFIX}resolved"
+
+MAX_CONNECTIONS = 64
+KEEP = timedelta(days=7)
+"""A safety net: Redis drops an elicitation this long after its deadline or resolution even if no hub purges it."""
+
+# KEYS: the elicitation, the pending set, the resolved set. ARGV: the JSON read before, the new JSON, the id,
+# the resolution time, seconds to keep, the channel. Comparing the whole value makes this a compare-and-set:
+# only a transition changes a stored elicitation, so if it is still what was read, it is still pending.
+_TRANSITION = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return 0
+end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[5])
+redis.call('ZREM', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
+redis.call('PUBLISH', ARGV[6], ARGV[3])
+return 1
+"""
+
+
+def _key(elicitation_id: str) -> str:
+    return f"{PREFIX}elicitation:{elicitation_id}"
+
+
+def _seconds(delta: timedelta) -> int:
+    return max(int(delta.total_seconds()), 0) + 1
+
+
+class RedisStore:
+    def __init__(self, url: str) -> None:
+        # A blocking pool: past its size a command waits for a free connection instead of failing at once. The
+        # retry policy is the one a plain redis.Redis client has; a pool made apart from the client has none.
+        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)
+        pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=MAX_CONNECTIONS, decode_responses=True, retry=retry
+        )
+        self._redis: redis.Redis = redis.Redis.from_pool(pool)
+        # Pub/sub channels are not per database, so the database is part of the channel's name.
+        db = pool.connection_kwargs.get("db", 0)
+        self._channel = f"{PREFIX}{db}:resolutions"
+        self._transition = self._redis.register_script(_TRANSITION)
+
+    async def put(self, elicitation: Elicitation) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(_key(elicitation.id), _dump(elicitation), ex=_seconds(elicitation.expires_at - utcnow() + KEEP))
+            pipe.zadd(PENDING, {elicitation.id: elicitation.expires_at.timestamp()})
+            await pipe.execute()
+
+    async def get(self, elicitation_id: str) -> Elicitation | None:
+        data = await self._redis.get(_key(elicitation_id))
+        return None if data is None else _load(data)
+
+    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
+        key = _key(elicitation_id)
+        before = await self._redis.get(key)
+        if before is None:
+            return False
+        current = _load(before)
+        if current.state is not State.PENDING:
+            return False
+        after = _dump(resolved(current, state, answer, at))
+        args = [before, after, elicitation_id, at.timestamp(), _seconds(KEEP), self._channel]
+        return bool(await self._transition(keys=[key, PENDING, RESOLVED], args=args))
+
+    async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
+        ids = cast(list[str], await self._redis.zrangebyscore(PENDING, "-inf", now.timestamp(), start=0, num=limit))
+        if not ids:
+            return []
+        found: list[Elicitation] = []
+        gone: list[str] = []
+        for elicitation_id, data in zip(ids, await self._redis.mget([_key(i) for i in ids]), strict=True):
+            if data is None:
+                gone.append(elicitation_id)  # dropped by the safety-net expiry
+            elif (elicitation := _load(data)).state is State.PENDING:
+                found.append(elicitation)
+        if gone:
+            await self._redis.zrem(PENDING, *gone)
+        return found
+
+    async def purge(self, resolved_before: datetime) -> int:
+        count = 0
+        while True:
+            # A terminal elicitation never changes again, so reading then deleting cannot race with a writer.
+            before = f"({resolved_before.timestamp()!r}"  # exclusive
+            ids = cast(list[str], await self._redis.zrangebyscore(RESOLVED, "-inf", before, start=0, num=500))
+            if not ids:
+                return count
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(*(_key(i) for i in ids))
+                pipe.zrem(RESOLVED, *ids)
+                await pipe.execute()
+            count += len(ids)
+
+    async def resolutions(self) -> AsyncGenerator[str | None, None]:
+        pubsub = self._redis.pubsub()
+        try:
+            await pubsub.subscribe(self._channel)
+            async for message in pubsub.listen():
+                # A subscribe confirmation comes first and again after each reconnection (redis-py resubscribes).
+                yield None if message["type"] == "subscribe" else str(message["data"])
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def _dump(elicitation: Elicitation) -> str:
+    return json.dumps(elicitation.to_json(), separators=(",", ":"))
+
+
+def _load(data: str | bytes) -> Elicitation:
+    return Elicitation.from_json(json.loads(data))

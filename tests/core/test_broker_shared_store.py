@@ -1,0 +1,168 @@
+"""Two brokers sharing one store, as two hub processes do: an answer or a deadline taken by one wakes the other.
+
+For Redis each broker has its own client (its own connections); a memory or SQLite store lives in one process, so
+there both brokers share the one store object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from elicithub.core.broker import Broker, Resolution
+from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import Answer, State, utcnow
+from elicithub.core.errors import AlreadyResolved, Expired, NotFound
+from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
+from elicithub.store import RedisStore
+from elicithub.store.base import Store
+from tests.core.test_broker import EU, drain, finish, question, state_of
+from tests.core_fixtures import RedisServer
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Pair:
+    here: Broker  # where the run waits
+    there: Broker  # where the answer arrives
+    subscriptions: AsyncExitStack
+
+
+@pytest.fixture
+async def pair(store: Store, request: pytest.FixtureRequest) -> AsyncIterator[Pair]:
+    other = RedisStore(request.getfixturevalue("redis_url")) if isinstance(store, RedisStore) else store
+    here, there = Broker(store, EventBus[StreamEvent]()), Broker(other, EventBus[StreamEvent]())
+    await here.start()
+    await there.start()
+    async with AsyncExitStack() as subscriptions:
+        yield Pair(here, there, subscriptions)
+    await here.close()
+    await there.close()
+    if other is not store:
+        await other.close()
+
+
+Waiting = tuple[asyncio.Task[Resolution], asyncio.Queue[StreamEvent], str]
+
+
+async def wait_here(pair: Pair, **overrides: Any) -> Waiting:
+    """Start a waiting request on `here`; returns its task, a subscription to its stream, and its id."""
+    e = question(**overrides)
+    queue = await pair.subscriptions.enter_async_context(pair.here.bus.subscribe(e.stream_id))
+    task = asyncio.create_task(pair.here.request(e))
+    with anyio.fail_after(5):
+        assert await queue.get() == ElicitationRequested(e)
+    return task, queue, e.id
+
+
+async def test_an_answer_taken_by_the_other_broker_wakes_the_waiter_with_its_content(pair: Pair) -> None:
+    task, queue, eid = await wait_here(pair)
+    there_stream = await pair.there.lookup(eid, "alice")
+    async with pair.there.bus.subscribe(there_stream.stream_id) as there_queue:
+        answer = Answer("accept", {"region": "us", "replicas": 2})
+        taken = await pair.there.respond(eid, answer, "alice", "conv_1")
+        assert taken == Resolution(eid, "accepted", {"region": "us", "replicas": 2})
+        assert await finish(task) == taken
+        # The stream is told once, where the run waits.
+        assert drain(queue) == [ElicitationResolved(eid, "accepted")]
+        assert drain(there_queue) == [ElicitationResolved(eid, "accepted")]  # nobody waits there: it says so itself
+    # Either broker now judges repeats and conflicts against the stored outcome.
+    assert await pair.here.respond(eid, answer, "alice") == taken
+    with pytest.raises(AlreadyResolved):
+        await pair.here.respond(eid, Answer("decline"), "alice")
+    with pytest.raises(AlreadyResolved):
+        await pair.there.respond(eid, EU, "alice")
+    with pytest.raises(NotFound):
+        await pair.there.respond(eid, answer, "bob")
+
+
+async def test_the_waiting_process_announces_its_own_answer_once(pair: Pair) -> None:
+    # The store's notice of a transition made here reaches this broker's listener too; it must not announce again.
+    task, queue, eid = await wait_here(pair)
+    assert (await pair.here.respond(eid, EU, "alice")).outcome == "accepted"
+    assert (await finish(task)).outcome == "accepted"
+    # Notices are handled in order: once a later one has woken a waiter here, the earlier one was handled too.
+    later, later_queue, later_id = await wait_here(pair)
+    await pair.there.respond(later_id, Answer("decline"), "alice")
+    assert (await finish(later)).outcome == "declined"
+    assert drain(queue) == [ElicitationResolved(eid, "accepted")]
+    assert drain(later_queue) == [ElicitationResolved(later_id, "declined")]
+
+
+async def test_a_cancel_taken_by_the_other_broker_reaches_the_waiter(pair: Pair) -> None:
+    task, queue, eid = await wait_here(pair)
+    assert await pair.there.end(eid, State.CANCELLED) == Resolution(eid, "cancelled", None)
+    assert await finish(task) == Resolution(eid, "cancelled", None)
+    assert drain(queue) == [ElicitationResolved(eid, "cancelled")]
+
+
+async def test_the_other_brokers_sweep_expires_the_waiter_here(pair: Pair) -> None:
+    task, queue, eid = await wait_here(pair, timeout_s=0.2)
+    await asyncio.sleep(0.25)
+    swept = await pair.there.expire_due()
+    waited = await finish(task)
+    assert waited == Resolution(eid, "expired", None)
+    assert swept in (0, 1)  # the waiter's own deadline may have come first; either way it ended once
+    assert drain(queue) == [ElicitationResolved(eid, "expired")]
+    assert await state_of(pair.here.store, eid) is State.EXPIRED
+
+
+@pytest.mark.parametrize("offset_ms", [-4, -1, 0, 1, 4])
+async def test_answers_and_sweeps_on_both_brokers_racing_the_deadline_end_it_once(pair: Pair, offset_ms: int) -> None:
+    task, queue, eid = await wait_here(pair, timeout_s=0.05)
+    e = await pair.here.lookup(eid, "alice")
+    await asyncio.sleep(max((e.expires_at - utcnow()).total_seconds() + offset_ms / 1000, 0))
+    results = await asyncio.gather(
+        pair.there.respond(eid, EU, "alice"),
+        pair.here.respond(eid, EU, "alice"),
+        pair.there.expire_due(),
+        pair.here.expire_due(),
+        return_exceptions=True,
+    )
+    waited = await finish(task)
+    stored = await pair.there.store.get(eid)
+    assert stored is not None and stored.outcome == waited.outcome
+    answers, sweeps = results[:2], results[2:]
+    if waited.outcome == "accepted":
+        assert answers.count(Resolution(eid, "accepted", {"region": "eu"})) >= 1
+        assert all(a == waited for a in answers) and sweeps == [0, 0]
+    else:
+        assert waited == Resolution(eid, "expired", None)
+        assert all(isinstance(a, Expired) for a in answers)
+    assert drain(queue) == [ElicitationResolved(eid, waited.outcome)]
+
+
+async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_over(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    # An answer stored while this broker's subscription was down (simulated: the JSON written without a notice),
+    # then the subscription connection dies and redis-py subscribes again: the broker re-reads its waiters.
+    store, writer = RedisStore(redis_url), RedisStore(redis_url)
+    broker = Broker(store, EventBus[StreamEvent]())
+    pair = Pair(broker, Broker(writer, EventBus[StreamEvent]()), AsyncExitStack())
+    await broker.start()
+    try:
+        task, queue, eid = await wait_here(pair)
+        e = await writer.get(eid)
+        assert e is not None
+        with redis_server.client() as client:
+            answered = e.to_json() | {"state": "declined", "answer": {"action": "decline", "content": None}}
+            answered["resolved_at"] = utcnow().isoformat()
+            client.set(f"elicithub:elicitation:{eid}", json.dumps(answered))
+            assert not task.done()
+            assert client.client_kill_filter(_type="pubsub") >= 1
+        assert await finish(task) == Resolution(eid, "declined", None)
+        assert drain(queue) == [ElicitationResolved(eid, "declined")]
+    finally:
+        await pair.subscriptions.aclose()
+        await broker.close()
+        await store.close()
+        await writer.close()

@@ -1,0 +1,160 @@
+"""RedisStore against a real redis-server: several clients of one database, its keys, and its notices."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import anyio
+import pytest
+
+from elicithub.core.elicitation import Answer, State
+from elicithub.store import RedisStore
+from elicithub.store.redis import KEEP, PENDING, RESOLVED
+from tests.core_fixtures import RedisServer
+from tests.store.test_stores import NOW, make
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def two(redis_url: str) -> AsyncIterator[tuple[RedisStore, RedisStore]]:
+    """Two clients of one database, each with its own connections, as two hubs would have."""
+    a, b = RedisStore(redis_url), RedisStore(redis_url)
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+async def test_what_one_client_puts_the_other_reads(two: tuple[RedisStore, RedisStore]) -> None:
+    a, b = two
+    e = make()
+    await a.put(e)
+    assert await b.get(e.id) == e
+    assert [found.id for found in await b.due(NOW + timedelta(hours=1))] == [e.id]
+
+
+async def test_compare_and_set_across_two_clients_has_exactly_one_winner(two: tuple[RedisStore, RedisStore]) -> None:
+    a, b = two
+    for _ in range(5):
+        e = make()
+        await a.put(e)
+        attempts = [
+            (store, State.ACCEPTED, Answer("accept", {"region": f"r{n}"})) for n, store in enumerate([a, b] * 10)
+        ] + [(b, State.EXPIRED, None), (a, State.CANCELLED, Answer("cancel"))]
+        results = await asyncio.gather(*(store.transition(e.id, s, answer, NOW) for store, s, answer in attempts))
+        assert results.count(True) == 1
+        _, state, answer = attempts[results.index(True)]
+        for store in (a, b):
+            stored = await store.get(e.id)
+            assert stored is not None
+            assert stored.state is state and stored.answer == answer and stored.resolved_at == NOW
+
+
+async def test_a_transition_through_one_client_is_heard_by_the_other(two: tuple[RedisStore, RedisStore]) -> None:
+    a, b = two
+    first, second = make(), make()
+    await a.put(first)
+    await a.put(second)
+    async with contextlib.aclosing(a.resolutions()) as heard_by_a:
+        with anyio.fail_after(5):
+            assert await anext(heard_by_a) is None
+            assert await b.transition(first.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW)
+            assert await a.transition(first.id, State.DECLINED, Answer("decline"), NOW) is False
+            assert await a.transition(second.id, State.DECLINED, Answer("decline"), NOW)
+            assert [await anext(heard_by_a), await anext(heard_by_a)] == [first.id, second.id]
+
+
+async def test_notices_stay_within_their_database(redis_server: RedisServer, redis_url: str) -> None:
+    with redis_server.client(1) as client:
+        client.flushdb()
+    zero, one = RedisStore(redis_url), RedisStore(redis_server.url(1))
+    try:
+        in_zero, in_one = make(), make()
+        await zero.put(in_zero)
+        await one.put(in_one)
+        assert await one.get(in_zero.id) is None
+        async with contextlib.aclosing(one.resolutions()) as heard_in_one:
+            with anyio.fail_after(5):
+                assert await anext(heard_in_one) is None
+                assert await zero.transition(in_zero.id, State.EXPIRED, None, NOW)
+                assert await one.transition(in_one.id, State.EXPIRED, None, NOW)
+                assert await anext(heard_in_one) == in_one.id
+    finally:
+        await zero.close()
+        await one.close()
+
+
+async def test_after_a_lost_connection_notices_start_over_with_none(
+    redis_server: RedisServer, two: tuple[RedisStore, RedisStore]
+) -> None:
+    a, b = two
+    e = make()
+    await a.put(e)
+    async with contextlib.aclosing(a.resolutions()) as notices:
+        with anyio.fail_after(10):
+            assert await anext(notices) is None
+            with redis_server.client() as admin:
+                assert admin.client_kill_filter(_type="pubsub") >= 1
+            # redis-py reconnects and subscribes again; what was published in between would be lost, so say so.
+            assert await anext(notices) is None
+            assert await b.transition(e.id, State.CANCELLED, Answer("cancel"), NOW)
+            assert await anext(notices) == e.id
+
+
+async def test_keys_are_namespaced_and_expire_as_a_safety_net(redis_server: RedisServer, redis_url: str) -> None:
+    store = RedisStore(redis_url)
+    try:
+        pending, answered = make(), make()
+        await store.put(pending)
+        await store.put(answered)
+        assert await store.transition(answered.id, State.ACCEPTED, Answer("accept", {}), NOW)
+    finally:
+        await store.close()
+    with redis_server.client() as client:
+        keys = set(client.keys("*"))
+        assert keys == {
+            PENDING,
+            RESOLVED,
+            f"elicithub:elicitation:{pending.id}",
+            f"elicithub:elicitation:{answered.id}",
+        }
+        assert client.zrange(PENDING, 0, -1) == [pending.id]
+        assert client.zrange(RESOLVED, 0, -1) == [answered.id]
+        for elicitation_id in (pending.id, answered.id):
+            ttl = client.ttl(f"elicithub:elicitation:{elicitation_id}")
+            assert 0 < ttl <= KEEP.total_seconds() + 1
+
+
+async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    store = RedisStore(redis_url)
+    try:
+        kept, dropped = make(expires_in=timedelta(seconds=-1)), make(expires_in=timedelta(seconds=-1))
+        await store.put(kept)
+        await store.put(dropped)
+        with redis_server.client() as client:
+            client.delete(f"elicithub:elicitation:{dropped.id}")
+            assert [e.id for e in await store.due(NOW)] == [kept.id]
+            assert client.zrange(PENDING, 0, -1) == [kept.id]
+    finally:
+        await store.close()
+
+
+async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServer, redis_url: str) -> None:
+    store = RedisStore(redis_url)
+    try:
+        old = [make() for _ in range(1203)]
+        async with anyio.create_task_group() as group:
+            for e in old:
+                group.start_soon(store.put, e)
+        for e in old:
+            assert await store.transition(e.id, State.EXPIRED, None, NOW - timedelta(hours=2))
+        assert await store.purge(NOW - timedelta(hours=1)) == len(old)
+        with redis_server.client() as client:
+            assert client.keys("*") == []
+    finally:
+        await store.close()

@@ -1,0 +1,248 @@
+"""Two `elicithub serve` processes sharing one Redis store: a question raised on one is answered on the other."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from elicithub.core.broker import Broker, Resolution
+from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import new_elicitation
+from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
+from elicithub.store import RedisStore
+from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, wait_for_port
+from tests.core_fixtures import SCHEMA, RedisServer
+
+DB = 1  # the store tests empty database 0 for every test
+
+
+class ServedHub(HubAddress):
+    """`elicithub serve --config FILE` in its own process."""
+
+    def __init__(self, config: Path, log: Path) -> None:
+        super().__init__(free_port())
+        self.log = log
+        command = [sys.executable, "-c", "from elicithub.cli import main; main()", "serve", "--config", str(config)]
+        with log.open("wb") as out:
+            self.process = subprocess.Popen([*command, "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
+
+    def wait(self) -> None:
+        # uvicorn runs the hub's startup (which subscribes to the store) before it listens.
+        try:
+            wait_for_port(self.port)
+        except RuntimeError:
+            raise RuntimeError(f"the hub did not start:\n{self.log.read_text()}") from None
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def redis_store_url(redis_server: RedisServer) -> str:
+    with redis_server.client(DB) as client:
+        client.flushdb()
+    return redis_server.url(DB)
+
+
+@pytest.fixture(scope="module")
+def hubs(
+    redis_store_url: str, legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServedHub, ServedHub]]:
+    workdir = tmp_path_factory.mktemp("scale-out")
+    config = workdir / "hub.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "store": {"url": redis_store_url},
+                "users": USERS,
+                "elicitation": {"timeout_s": 60},
+                "mcp_servers": [
+                    {"id": "legacy", "url": legacy_server.url, "protocol": "legacy"},
+                    {"id": "mrtr", "url": mrtr_server.url},
+                ],
+            }
+        )
+    )
+    a, b = ServedHub(config, workdir / "a.log"), ServedHub(config, workdir / "b.log")
+    a.wait()
+    b.wait()
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+def items(response: httpx.Response) -> Iterator[str | dict[str, Any]]:
+    """An OpenAI-compatible stream's text pieces as strings, its elicitation events as dicts."""
+    for chunk in sse_data(response):
+        content = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
+        if content and content.startswith('{"type": "elicitation-'):
+            yield json.loads(content)
+        elif content:
+            yield content
+
+
+def chat_body(text: str) -> dict[str, Any]:
+    return {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": text}]}
+
+
+@pytest.mark.parametrize("server", ["mrtr", "legacy"])
+def test_an_answer_posted_to_b_resumes_the_run_streaming_on_a(hubs: tuple[ServedHub, ServedHub], server: str) -> None:
+    a, b = hubs
+    body = chat_body(f'/call {server}.provision {{"name": "orders"}}')
+    with a.client() as client, client.stream("POST", "/run/v1/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        conversation = response.headers["x-conversation-id"]
+        stream = items(response)
+        request = next(stream)
+        assert isinstance(request, dict) and request["type"] == "elicitation-request"
+        eid = request["elicitationId"]
+
+        answered = b.answer("alice", conversation, eid, "accept", {"region": "eu-west-1"})
+        assert answered.status_code == 200, answered.text
+        assert answered.json() == {"elicitationId": eid, "outcome": "accepted"}
+
+        rest = list(stream)
+    assert rest[0] == {"type": "elicitation-resolved", "elicitationId": eid, "outcome": "accepted"}
+    assert [i for i in rest if isinstance(i, dict)] == [rest[0]]  # announced once, on A
+    assert "".join(i for i in rest if isinstance(i, str)) == "Provisioned orders in eu-west-1."
+
+    # Both hubs judge later answers against the one stored outcome.
+    for hub in (a, b):
+        again = hub.answer("alice", conversation, eid, "accept", {"region": "eu-west-1"})
+        assert again.status_code == 200 and again.json() == {"elicitationId": eid, "outcome": "accepted"}
+        other = hub.answer("alice", conversation, eid, "accept", {"region": "us-east-1"})
+        assert other.status_code == 409 and other.json()["error"]["code"] == "already_resolved"
+        assert hub.answer("alice", conversation, eid, "decline").status_code == 409
+    # To anyone else, or under another id, it does not exist on either hub.
+    for hub in (a, b):
+        assert hub.answer("bob", conversation, eid, "accept", {"region": "eu-west-1"}).status_code == 404
+        unknown = hub.answer("alice", conversation, "eli_unknown", "decline")
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+
+
+def test_an_answer_sent_as_a_chat_message_to_b_resumes_the_run_on_a(hubs: tuple[ServedHub, ServedHub]) -> None:
+    a, b = hubs
+    with (
+        a.client() as client,
+        client.stream(
+            "POST", "/run/v1/chat/completions", json=chat_body('/call mrtr.provision {"name": "billing"}')
+        ) as response,
+    ):
+        conversation = response.headers["x-conversation-id"]
+        stream = items(response)
+        request = next(stream)
+        assert isinstance(request, dict)
+        part = {"type": "elicitation-response", "elicitationId": request["elicitationId"], "action": "decline"}
+        message = {"id": conversation, "messages": [{"role": "user", "parts": [part]}]}
+        with b.client() as other, other.stream("POST", "/run/api/chat", json=message) as on_b:
+            parts = [p for p in sse_data(on_b)]
+        rest = list(stream)
+    # B has no run to continue, so its stream says the question was resolved and ends; A's run goes on.
+    resolved = {"type": "elicitation-resolved", "elicitationId": request["elicitationId"], "outcome": "declined"}
+    assert any(p.get("data") == resolved for p in parts)
+    assert rest[0] == resolved
+    assert "".join(i for i in rest if isinstance(i, str)) == (
+        "Tool error: Provisioning of billing stopped: the user chose decline."
+    )
+
+
+@pytest.fixture
+async def waiting_broker(redis_store_url: str) -> AsyncIterator[Broker]:
+    """A third process's view: a broker on the same Redis database, whose run waits here in the test."""
+    store = RedisStore(redis_store_url)
+    broker = Broker(store, EventBus[StreamEvent]())
+    await broker.start()
+    yield broker
+    await broker.close()
+    await store.close()
+
+
+async def wait_on(broker: Broker, timeout_s: float) -> tuple[asyncio.Task[Resolution], str, str]:
+    e = new_elicitation(
+        conversation_id="conv_scale",
+        user_id="alice",
+        stream_id=f"stream_{id(broker)}_{timeout_s}",
+        mode="form",
+        message="How many replicas?",
+        requested_schema=SCHEMA,
+        timeout_s=timeout_s,
+    )
+    async with broker.bus.subscribe(e.stream_id) as queue:
+        task = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            assert await queue.get() == ElicitationRequested(e)
+    return task, e.id, e.stream_id
+
+
+def answer_body(eid: str, content: dict[str, Any] | None = None, action: str = "accept") -> dict[str, Any]:
+    return {"conversationId": "conv_scale", "elicitationId": eid, "action": action, "content": content}
+
+
+@pytest.mark.anyio
+async def test_fifty_concurrent_different_answers_across_both_hubs_have_one_winner(
+    hubs: tuple[ServedHub, ServedHub], waiting_broker: Broker
+) -> None:
+    task, eid, stream_id = await wait_on(waiting_broker, 60)
+    answers = [{"region": "eu", "replicas": n} for n in range(1, 51)]
+    auth = {"authorization": "Bearer alice-secret"}
+    async with (
+        httpx.AsyncClient(base_url=hubs[0].url, headers=auth) as a,
+        httpx.AsyncClient(base_url=hubs[1].url, headers=auth) as b,
+        waiting_broker.bus.subscribe(stream_id) as queue,
+    ):
+        with anyio.fail_after(30):
+            responses = await asyncio.gather(
+                *(
+                    (a, b)[n % 2].post("/run/api/elicitation-responses", json=answer_body(eid, content))
+                    for n, content in enumerate(answers)
+                )
+            )
+            waited = await task
+    statuses = [r.status_code for r in responses]
+    assert statuses.count(200) == 1 and statuses.count(409) == 49, statuses
+    winner = answers[statuses.index(200)]
+    assert responses[statuses.index(200)].json() == {"elicitationId": eid, "outcome": "accepted"}
+    assert waited == Resolution(eid, "accepted", winner)
+    assert queue.get_nowait() == ElicitationResolved(eid, "accepted") and queue.empty()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("offset_ms", [-5, 0, 5])
+async def test_answers_on_both_hubs_racing_the_deadline_end_in_one_state(
+    hubs: tuple[ServedHub, ServedHub], waiting_broker: Broker, offset_ms: int
+) -> None:
+    task, eid, stream_id = await wait_on(waiting_broker, 0.3)
+    e = await waiting_broker.lookup(eid, "alice")
+    auth = {"authorization": "Bearer alice-secret"}
+    async with (
+        httpx.AsyncClient(base_url=hubs[0].url, headers=auth) as a,
+        httpx.AsyncClient(base_url=hubs[1].url, headers=auth) as b,
+        waiting_broker.bus.subscribe(stream_id) as queue,
+    ):
+        await a.get("/healthz")  # connect before the race
+        await b.get("/healthz")
+        await anyio.sleep(max((e.expires_at - e.created_at).total_seconds() - 0.05 + offset_ms / 1000, 0))
+        body = answer_body(eid, {"region": "us", "replicas": 1})
+        with anyio.fail_after(10):
+            responses = await asyncio.gather(*(hub.post("/run/api/elicitation-responses", json=body) for hub in (a, b)))
+            waited = await task
+    stored = await waiting_broker.store.get(eid)
+    assert stored is not None and stored.outcome == waited.outcome
+    statuses = sorted(r.status_code for r in responses)
+    if waited.outcome == "accepted":
+        assert statuses == [200, 200]  # the same answer twice: the second is the idempotent repeat
+        assert waited == Resolution(eid, "accepted", {"region": "us", "replicas": 1})
+    else:
+        assert waited == Resolution(eid, "expired", None)
+        assert statuses == [410, 410]
+    assert queue.get_nowait() == ElicitationResolved(eid, waited.outcome) and queue.empty()
