@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from elicithub.server.hub import Hub
 from elicithub.server.identity import SESSION_COOKIE
 from tests.conftest import RunningHub
 
@@ -18,14 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "test-output" / "screenshots"
 
 
-def hub_of(running: RunningHub) -> Hub:
-    """The Hub object inside a RunningHub's app, to sign session cookies with its own key."""
-    hub: Hub = running.server.config.app.state.hub
-    return hub
-
-
 def session_cookie(running: RunningHub, user: str) -> str:
-    return hub_of(running).identity.session_token(user)
+    """The session cookie the hub itself would set for `user` (signed with its own key)."""
+    return running.hub.identity.session_token(user)
 
 
 @pytest.fixture(scope="session")
@@ -48,8 +43,8 @@ def open_page(browser: Browser) -> Iterator[OpenPage]:
     contexts = []
     errors: list[str] = []
 
-    def open_(running: RunningHub, user: str | None = "alice") -> Page:
-        context = browser.new_context(viewport={"width": 900, "height": 760})
+    def open_(running: RunningHub, user: str | None = "alice", **options: Any) -> Page:
+        context = browser.new_context(viewport={"width": 900, "height": 760}, **options)
         context.set_default_timeout(10_000)
         if user is not None:
             value = session_cookie(running, user)

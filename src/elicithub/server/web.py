@@ -48,7 +48,7 @@ async def index(request: Request, hub: HubDep) -> Response:
             path="/",
             httponly=True,
             samesite="lax",
-            secure=request.url.scheme == "https",
+            secure=hub.config.public_url.startswith("https://") or request.url.scheme == "https",
         )
     return response
 

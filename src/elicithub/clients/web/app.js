@@ -11,8 +11,9 @@ const JSON_HEADERS = { "content-type": "application/json" };
 const transcript = document.getElementById("transcript");
 const composer = document.getElementById("composer");
 const input = document.getElementById("message");
-const prompts = new Map();
+const prompts = new Map(); // elicitationId -> {prompt, reply}: the prompt and the stream that asked it
 let conversationId = null;
+let shownMessages = 0; // how many transcript messages the hub had when this page last read the conversation
 
 async function refusal(response) {
   let body = null;
@@ -41,7 +42,8 @@ function place(parent, child) {
 }
 
 function userMessage(text) {
-  place(transcript, h("div", { class: "message user" }, h("p", { class: "who" }, "You"), h("p", { class: "text" }, text)));
+  const who = h("p", { class: "who" }, "You");
+  place(transcript, h("div", { class: "message user" }, who, h("p", { class: "text" }, text)));
 }
 
 /** One assistant turn as its stream delivers it; its element appears with the first thing worth showing. */
@@ -55,7 +57,8 @@ class Reply {
 
   get body() {
     if (this.element === null) {
-      this.element = place(transcript, h("div", { class: "message assistant" }, h("p", { class: "who" }, "Assistant")));
+      const who = h("p", { class: "who" }, "Assistant");
+      this.element = place(transcript, h("div", { class: "message assistant" }, who));
     }
     return this.element;
   }
@@ -110,7 +113,7 @@ class Reply {
         if (typeof data.elicitationId === "string") this.ask(data);
         break;
       case "data-elicitation-resolved":
-        prompts.get(String(data.elicitationId ?? part.id))?.resolve(data.outcome);
+        prompts.get(String(data.elicitationId ?? part.id))?.prompt.resolve(data.outcome);
         break;
       default:
       // start, finish, text-end and kinds this page does not know: nothing to show.
@@ -142,7 +145,7 @@ class Reply {
   ask(event) {
     if (prompts.has(event.elicitationId)) return;
     const prompt = createPrompt(event, answerer(event, conversationId, this));
-    prompts.set(event.elicitationId, prompt);
+    prompts.set(event.elicitationId, { prompt, reply: this });
     this.append(prompt.element);
   }
 }
@@ -165,7 +168,11 @@ function answerer(event, conversation, reply) {
     // The stream that asked is gone (the page was reloaded): the run continues on this request instead.
     const response = await chat(conversation, [{ type: "elicitation-response", ...answer }]);
     if (!response.ok) throw await refusal(response);
-    new Reply().read(response);
+    const next = new Reply();
+    next.read(response).then(() => {
+      // Nothing but the resolution came back: the run goes on in a stream another page holds.
+      if (next.element === null) follow(conversation);
+    });
     return null;
   };
 }
@@ -188,8 +195,9 @@ async function send(text) {
 }
 
 function startConversation(id) {
-  for (const prompt of prompts.values()) prompt.dispose();
+  for (const { prompt } of prompts.values()) prompt.dispose();
   prompts.clear();
+  shownMessages = 0;
   transcript.replaceChildren(
     h("p", { class: "intro" }, "Ask something, or call a tool with /call SERVER.TOOL {json arguments}."),
   );
@@ -197,19 +205,38 @@ function startConversation(id) {
   localStorage.setItem(STORAGE_KEY, conversationId);
 }
 
-/** Show a conversation kept from before a reload; false when the hub does not know it (for this user). */
-async function restore(id) {
+/** The conversation as the hub keeps it ({id, messages, pending}), or null when it does not know it for us. */
+async function load(id) {
   const response = await fetch(`run/api/conversations/${encodeURIComponent(id)}`);
-  if (!response.ok) return false;
-  const { messages, pending } = await response.json();
+  return response.ok ? response.json() : null;
+}
+
+function showConversation({ id, messages, pending }) {
   startConversation(id);
   for (const message of messages) {
     if (message.role === "user") userMessage(String(message.text));
     else new Reply().text("restored", String(message.text));
   }
+  shownMessages = messages.length;
   const reply = new Reply();
   for (const event of pending) reply.ask(event);
-  return true;
+}
+
+/**
+ * Keep up with a run whose stream this page does not hold (it was reloaded while the run waited): read the
+ * conversation until the run has moved on (a new message or a new question), for at most a minute.
+ */
+async function follow(conversation) {
+  for (let attempt = 0; attempt < 60; attempt += 1) {
+    await new Promise((done) => setTimeout(done, 1000));
+    if (conversation !== conversationId) return;
+    const data = await load(conversation).catch(() => null);
+    if (data === null || conversation !== conversationId) return;
+    if (data.messages.length > shownMessages || data.pending.some((e) => !prompts.has(e.elicitationId))) {
+      showConversation(data);
+      return;
+    }
+  }
 }
 
 async function showUser() {
@@ -227,7 +254,10 @@ window.addEventListener("message", (event) => {
   if (event.origin !== window.location.origin) return;
   const data = event.data;
   if (data === null || typeof data !== "object" || data.type !== "elicithub:auth-complete") return;
-  prompts.get(String(data.elicitationId))?.resolve(data.outcome);
+  const asked = prompts.get(String(data.elicitationId));
+  if (asked === undefined || !asked.prompt.open) return;
+  asked.prompt.resolve(data.outcome);
+  if (!asked.reply.live) follow(conversationId);
 });
 
 composer.addEventListener("submit", (event) => {
@@ -252,5 +282,7 @@ document.getElementById("new-conversation").addEventListener("click", () => {
 
 showUser();
 const kept = localStorage.getItem(STORAGE_KEY);
-if (!(kept && (await restore(kept)))) startConversation();
+const restored = kept ? await load(kept).catch(() => null) : null;
+if (restored === null) startConversation();
+else showConversation(restored);
 document.body.dataset.ready = "true";

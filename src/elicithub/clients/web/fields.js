@@ -24,12 +24,16 @@ export function createField(name, prop, required) {
   const control = buildControl(prop, { id, required, describedBy });
   let element;
   if (control.group) {
-    const legend = h("legend", {}, title, ...marker, required ? h("span", { class: "visually-hidden" }, " (required)") : null);
-    element = h("fieldset", { class: "field field-group", "aria-describedby": describedBy }, legend, hintNode, control.node, error);
+    const spoken = required ? h("span", { class: "visually-hidden" }, " (required)") : null;
+    const legend = h("legend", {}, title, ...marker, spoken);
+    const attributes = { class: "field field-group", "aria-describedby": describedBy };
+    element = h("fieldset", attributes, legend, hintNode, control.node, error);
   } else if (prop.type === "boolean") {
-    element = h("div", { class: "field field-check" }, h("label", { for: id }, control.node, " ", title, ...marker), hintNode, error);
+    const label = h("label", { for: id }, control.node, " ", title, ...marker);
+    element = h("div", { class: "field field-check" }, label, hintNode, error);
   } else {
-    element = h("div", { class: "field" }, h("label", { for: id }, title, ...marker), hintNode, control.node, error);
+    const label = h("label", { for: id }, title, ...marker);
+    element = h("div", { class: "field" }, label, hintNode, control.node, error);
   }
 
   return {

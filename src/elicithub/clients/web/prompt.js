@@ -15,7 +15,6 @@ const STATUS = {
   gone: "No longer available",
 };
 export const OUTCOMES = ["accepted", "declined", "cancelled", "expired"];
-const OUTCOME_OF_ACTION = { accept: "accepted", decline: "declined", cancel: "cancelled" };
 
 /** An answer the hub refused: its HTTP status and the JSON error body's code, message and field errors. */
 export class AnswerError extends Error {
@@ -47,6 +46,14 @@ export function createPrompt(event, send) {
   return event.mode === "url" ? new UrlPrompt(event, send) : new FormPrompt(event, send);
 }
 
+/** Seconds as a countdown reads them: 0:07, 9:59, 1:00:00, or 3 days. */
+function duration(seconds) {
+  if (seconds >= 2 * 86400) return `${Math.floor(seconds / 86400)} days`;
+  const two = (n) => String(n).padStart(2, "0");
+  const [hours, minutes] = [Math.floor(seconds / 3600), Math.floor(seconds / 60) % 60];
+  return hours > 0 ? `${hours}:${two(minutes)}:${two(seconds % 60)}` : `${minutes}:${two(seconds % 60)}`;
+}
+
 class Prompt {
   constructor(event, send, kind) {
     this.id = String(event.elicitationId);
@@ -55,7 +62,11 @@ class Prompt {
     this.expiresAt = Date.parse(event.expiresAt);
     const messageId = uid("prompt");
     this.status = h("span", { class: "status", role: "status" });
-    this.countdown = h("span", { class: "countdown" });
+    // The countdown changes every second, so screen readers get the deadline once, as a time, instead.
+    this.countdown = h("span", { class: "countdown", "aria-hidden": "true" });
+    const deadline = Number.isFinite(this.expiresAt)
+      ? h("span", { class: "visually-hidden" }, ` Answer by ${new Date(this.expiresAt).toLocaleTimeString()}.`)
+      : null;
     this.problem = h("p", { class: "prompt-error", role: "alert", hidden: true });
     const context = event.context ?? {};
     const source = [context.serverId, context.toolName].filter((s) => typeof s === "string").join(" · ");
@@ -66,7 +77,7 @@ class Prompt {
         "div",
         { class: "prompt-head" },
         h("p", { class: "prompt-message", id: messageId }, String(event.message ?? "")),
-        h("p", { class: "prompt-state" }, this.status, this.countdown),
+        h("p", { class: "prompt-state" }, this.status, this.countdown, deadline),
       ),
       source ? h("p", { class: "prompt-source" }, `Asked by ${source}`) : null,
     );
@@ -89,7 +100,7 @@ class Prompt {
     this.element.dataset.state = state;
     this.status.dataset.state = state;
     this.status.textContent = STATUS[state] ?? state;
-    for (const control of this.controls()) control.disabled = !(state === "pending");
+    for (const control of this.controls()) control.disabled = state !== "pending";
     if (!this.open) {
       clearInterval(this.timer);
       this.countdown.textContent = "";
@@ -108,8 +119,7 @@ class Prompt {
       this.resolve("expired");
       return;
     }
-    const minutes = Math.floor(left / 60);
-    this.countdown.textContent = ` · expires in ${minutes}:${String(left % 60).padStart(2, "0")}`;
+    this.countdown.textContent = ` · expires in ${duration(left)}`;
   }
 
   showProblem(message) {
@@ -226,8 +236,10 @@ class UrlPrompt extends Prompt {
       );
       this.buttons = [dismiss];
     } else {
-      where = h("p", { class: "prompt-domain" }, "Connect opens a page on ", h("strong", { class: "domain" }, this.target.host));
-      this.buttons = [h("button", { type: "button", class: "primary", onclick: () => this.connect() }, "Connect"), dismiss];
+      const domain = h("strong", { class: "domain" }, this.target.host);
+      where = h("p", { class: "prompt-domain" }, "Connect opens a page on ", domain);
+      const connect = h("button", { type: "button", class: "primary", onclick: () => this.connect() }, "Connect");
+      this.buttons = [connect, dismiss];
     }
     this.element.append(where, this.fallback, this.problem, h("div", { class: "actions" }, this.buttons));
     this.setState(this.state);
@@ -245,9 +257,10 @@ class UrlPrompt extends Prompt {
       this.status.textContent = "Finish in the window that opened";
       return;
     }
+    const link = { href: this.target.href, target: "_blank", rel: "opener" };
     this.fallback.replaceChildren(
       "Your browser blocked the window. ",
-      h("a", { href: this.target.href, target: "_blank", rel: "opener" }, `Open the page on ${this.target.host} in a new tab`),
+      h("a", link, `Open the page on ${this.target.host} in a new tab`),
     );
     this.fallback.hidden = false;
   }

@@ -151,7 +151,8 @@ function isDateTime(value) {
   if (m === null || !isDate(m[1])) return false;
   const [hour, minute, second] = [Number(m[2]), Number(m[3]), Number(m[4])];
   if (hour > 23 || minute > 59 || second > 59) return false;
-  if (m[5] !== undefined && (Number(m[5]) > 23 || Number(m[6]) > 59)) return false;
+  // Like Python's fromisoformat: any offset shorter than a day, even one written "+05:60".
+  if (m[5] !== undefined && Number(m[5]) * 60 + Number(m[6]) >= 24 * 60) return false;
   return true;
 }
 

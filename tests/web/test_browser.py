@@ -1,0 +1,182 @@
+"""The widget in a real browser against a real hub: forms, their states, expiry, reload, and inert server text."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from playwright.sync_api import Page, Route, expect
+
+from tests.conftest import HubFactory, RunningHub
+from tests.web.conftest import REPO, OpenPage, screenshot
+
+PROVISION = '/call mrtr.provision {"name":"orders"}'
+
+
+def say(page: Page, text: str) -> None:
+    page.fill("#message", text)
+    page.keyboard.press("Enter")
+
+
+def assistant_says(page: Page, text: str) -> None:
+    expect(page.locator(".message.assistant > .text", has_text=text)).to_be_visible()
+
+
+def expect_closed(page: Page, prompt: str, state: str) -> None:
+    """The prompt shows `state` and none of its controls can be used any more."""
+    locator = page.locator(prompt)
+    expect(locator).to_have_attribute("data-state", state)
+    expect(locator.locator(".status")).to_have_text(state.capitalize())
+    for control in locator.locator("input, select, button").all():
+        expect(control).to_be_disabled()
+
+
+def wait_until_streams_closed(hub: RunningHub) -> None:
+    deadline = time.monotonic() + 10
+    while httpx.get(f"{hub.url}/healthz").json()["openStreams"] > 0:
+        assert time.monotonic() < deadline, "the hub kept the old page's stream open"
+        time.sleep(0.05)
+
+
+def test_form_is_checked_in_the_browser_then_answered_and_the_result_streams_in(
+    hub: RunningHub, open_page: OpenPage
+) -> None:
+    page = open_page(hub)
+    expect(page.locator("#who")).to_have_text("Signed in as alice")
+    answers: list[str] = []
+    page.on("request", lambda r: answers.append(r.url) if "elicitation-responses" in r.url else None)
+    say(page, PROVISION)
+    prompt = page.locator(".prompt")
+    expect(prompt.locator(".prompt-message")).to_have_text("Which region should orders live in?")
+    region = prompt.get_by_label("Region")
+    expect(region).to_have_attribute("aria-required", "true")
+    screenshot(page, ".message.assistant", "form.png", copy_to=REPO / "docs" / "screenshots" / "form.png")
+
+    prompt.get_by_role("button", name="Submit").click()
+    expect(prompt.locator(".field-error")).to_have_text("is required")
+    expect(region).to_have_attribute("aria-invalid", "true")
+    expect(region).to_be_focused()
+    assert answers == []  # the browser caught it; nothing was sent
+
+    region.select_option(label="EU West")
+    prompt.get_by_role("button", name="Submit").click()
+    assistant_says(page, "Provisioned orders in eu-west-1.")
+    expect_closed(page, ".prompt", "accepted")
+    expect(prompt.locator(".field-error")).to_be_hidden()
+    assert len(answers) == 1
+
+
+def test_two_questions_at_once_are_answered_independently(hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(hub)
+    say(page, '/call mrtr.deploy {"name":"orders"}')
+    region = page.locator(".prompt", has_text="Which region?")
+    confirm = page.locator(".prompt", has_text="Deploy orders?")
+    confirm.get_by_label("Go ahead?").check()
+    confirm.get_by_role("button", name="Submit").click()
+    expect(confirm).to_have_attribute("data-state", "accepted")
+    expect(region).to_have_attribute("data-state", "pending")
+    region.get_by_label("Region").select_option("eu-west-1")
+    region.get_by_role("button", name="Submit").click()
+    assistant_says(page, "Deployed orders to eu-west-1.")
+    expect(region).to_have_attribute("data-state", "accepted")
+
+
+@pytest.mark.parametrize(
+    ("command", "button", "state", "error"),
+    [
+        (
+            '/call legacy.provision {"name":"orders"}',
+            "Decline",
+            "declined",
+            "Provisioning of orders stopped: the user chose decline.",
+        ),
+        (PROVISION, "Cancel", "cancelled", "Tool error: Provisioning of orders stopped: the user chose cancel."),
+    ],
+)
+def test_declining_or_cancelling_closes_the_prompt_and_the_tool_says_so(
+    hub: RunningHub, open_page: OpenPage, command: str, button: str, state: str, error: str
+) -> None:
+    page = open_page(hub)
+    say(page, command)
+    page.locator(".prompt").get_by_role("button", name=button).click()
+    assistant_says(page, error)
+    expect_closed(page, ".prompt", state)
+
+
+def test_an_unanswered_prompt_counts_down_and_expires(make_hub: HubFactory, open_page: OpenPage) -> None:
+    hub = make_hub(elicitation={"timeout_s": 2})
+    page = open_page(hub)
+    say(page, PROVISION)
+    expect(page.locator(".prompt .countdown")).to_contain_text("expires in 0:0")
+    assistant_says(page, "Tool error: The user did not answer")
+    expect_closed(page, ".prompt", "expired")
+    expect(page.locator(".prompt .countdown")).to_have_text("")
+
+
+def test_reloading_brings_back_the_conversation_and_its_open_question(hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(hub)
+    say(page, PROVISION)
+    eid = page.locator(".prompt").get_attribute("data-elicitation-id")
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    expect(page.locator(".message.user .text")).to_have_text(PROVISION)
+    prompt = page.locator(".prompt")
+    expect(prompt).to_have_attribute("data-elicitation-id", str(eid))
+    expect(prompt).to_have_attribute("data-state", "pending")
+    wait_until_streams_closed(hub)  # the page that asked is gone, so the answer must carry the continuation
+
+    prompt.get_by_label("Region").select_option("us-east-1")
+    prompt.get_by_role("button", name="Submit").click()
+    assistant_says(page, "Provisioned orders in us-east-1.")
+    expect_closed(page, ".prompt", "accepted")
+
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assistant_says(page, "Provisioned orders in us-east-1.")
+    expect(page.locator(".prompt")).to_have_count(0)
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator(".message")).to_have_count(0)
+
+
+def test_html_in_messages_results_and_questions_stays_text(hub: RunningHub, open_page: OpenPage) -> None:
+    payload = "<img src=x onerror=window.__pwned=1>"
+    page = open_page(hub)
+    say(page, payload)
+    say(page, "/call legacy.echo " + json.dumps({"text": payload}))
+    assistant_says(page, f"echo: {payload}")
+    say(page, "/call mrtr.provision " + json.dumps({"name": payload}))
+    expect(page.locator(".prompt-message")).to_have_text(f"Which region should {payload} live in?")
+    expect(page.locator(".message.user .text").first).to_have_text(payload)
+
+    page.reload()  # the restored transcript is built from server text too
+    page.wait_for_selector("body[data-ready=true]")
+    expect(page.locator(".prompt-message")).to_have_text(f"Which region should {payload} live in?")
+    assistant_says(page, f"echo: {payload}")
+    assert page.locator("#transcript img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_the_servers_field_errors_show_beside_their_fields(hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(hub)
+    say(page, PROVISION)
+    prompt = page.locator(".prompt")
+
+    def smuggle(route: Route) -> None:
+        # What a browser check cannot catch: the content changes on its way to the hub.
+        body = json.loads(route.request.post_data or "{}")
+        route.continue_(post_data=json.dumps({**body, "content": {"region": "mars-1"}}))
+
+    page.route("**/run/api/elicitation-responses", smuggle)
+    prompt.get_by_label("Region").select_option("eu-west-1")
+    prompt.get_by_role("button", name="Submit").click()
+    error = prompt.locator(".field", has=page.get_by_label("Region")).locator(".field-error")
+    expect(error).to_have_text("must be one of: us-east-1, eu-west-1")
+    expect(prompt).to_have_attribute("data-state", "pending")
+    expect(prompt.get_by_label("Region")).to_be_enabled()
+
+    page.unroute("**/run/api/elicitation-responses")
+    prompt.get_by_role("button", name="Submit").click()
+    assistant_says(page, "Provisioned orders in eu-west-1.")
+    expect(prompt).to_have_attribute("data-state", "accepted")
