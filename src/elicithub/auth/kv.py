@@ -107,7 +107,39 @@ class SqliteKV:
 
 
 def open_kv(store_url: str) -> SecretKV:
-    """The vault lives beside the elicitations: in memory, or in the same SQLite file."""
+    """The vault lives beside the elicitations: in memory, in the same SQLite file, or in the same Redis."""
     if store_url.startswith("sqlite:///"):
         return SqliteKV(Path(store_url.removeprefix("sqlite:///")))
+    if store_url.startswith("redis://"):
+        return RedisKV(store_url)
     return MemoryKV()
+
+
+class RedisKV:
+    """The vault shared by several hub processes: one Redis key per entry, expiry by Redis itself."""
+
+    def __init__(self, url: str) -> None:
+        import redis.asyncio as redis
+
+        self._redis = redis.Redis.from_url(url)
+
+    async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
+        await self._redis.set(f"elicithub:vault:{key}", value, px=None if ttl_s is None else max(1, int(ttl_s * 1000)))
+
+    async def get(self, key: str) -> bytes | None:
+        value = await self._redis.get(f"elicithub:vault:{key}")
+        return None if value is None else _as_bytes(value)
+
+    async def take(self, key: str) -> bytes | None:
+        value = await self._redis.getdel(f"elicithub:vault:{key}")
+        return None if value is None else _as_bytes(value)
+
+    async def delete(self, key: str) -> None:
+        await self._redis.delete(f"elicithub:vault:{key}")
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def _as_bytes(value: bytes | str) -> bytes:
+    return value.encode() if isinstance(value, str) else value

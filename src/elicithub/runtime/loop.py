@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -9,6 +10,7 @@ from typing import Any
 
 from elicithub.core.broker import Broker
 from elicithub.core.bus import EventBus
+from elicithub.core.errors import NotFound
 from elicithub.core.events import RunFinished, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from elicithub.runtime.models import Message, Model
 from elicithub.runtime.runs import RunCheckpoint, RunRecord, RunStore
@@ -116,6 +118,11 @@ class Runner:
                 )
                 checkpoint = RunCheckpoint(self.runs, self.broker, base, resume if index == start else None)
             publish(context.stream_id, ToolCallStarted(call["id"], call["name"], call["arguments"]))
+            if index == start and resume is not None and resume.kind == "rerun" and self.broker is not None:
+                # The call will run again from its start: first let the questions it asked before be answered.
+                for elicitation_id in resume.elicitation_ids.values():
+                    with contextlib.suppress(NotFound):
+                        await self.broker.wait(elicitation_id)
             call_context = dataclasses.replace(context, checkpoint=checkpoint)
             outcome = await self.tools.call(call["name"], call["arguments"], call_context)
             publish(context.stream_id, ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))

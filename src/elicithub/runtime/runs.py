@@ -73,10 +73,26 @@ class RunStore(Protocol):
 
     async def unfinished(self, limit: int = 1000) -> list[RunRecord]: ...
 
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        """Say that `owner` (a hub process) is alive for the next `ttl_s` seconds."""
+
+    async def alive(self, owner: str) -> bool:
+        """Whether another hub process still runs; its runs are taken over when it is not."""
+
     async def close(self) -> None: ...
 
 
-class MemoryRuns:
+class _SingleProcess:
+    """Memory and SQLite runs belong to one hub process: any owner but the current one is gone (a restart)."""
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        return None
+
+    async def alive(self, owner: str) -> bool:
+        return False
+
+
+class MemoryRuns(_SingleProcess):
     def __init__(self) -> None:
         self._items: dict[str, RunRecord] = {}
 
@@ -111,7 +127,7 @@ CREATE INDEX IF NOT EXISTS runs_unfinished ON runs (status);
 """
 
 
-class SqliteRuns:
+class SqliteRuns(_SingleProcess):
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -171,6 +187,10 @@ class SqliteRuns:
 def open_runs(store_url: str) -> RunStore:
     if store_url.startswith("sqlite:///"):
         return SqliteRuns(Path(store_url.removeprefix("sqlite:///")))
+    if store_url.startswith("redis://"):
+        from elicithub.runtime.redis_runs import RedisRuns
+
+        return RedisRuns(store_url)
     return MemoryRuns()
 
 

@@ -16,11 +16,13 @@ from elicithub.auth.vault import Vault
 from elicithub.config import Config, McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import new_id
 from elicithub.core.events import StreamEvent
 from elicithub.demo.launcher import demo_entries, demo_urls
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
+from elicithub.runtime.runs import open_runs
 from elicithub.server.identity import Identity
 from elicithub.store import Store, open_store
 from elicithub.triggers.credentials import CredentialGate
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 
 DEMO_HOST = "127.0.0.1"
 """The demo servers listen on loopback only, whatever address the hub itself listens on."""
+
+HEARTBEAT_TTL_S = 15.0
+"""A hub that has not said it is alive for this long is gone; other instances sharing Redis take over its runs."""
 
 RESOLVED_RETENTION = timedelta(days=1)
 """How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
@@ -52,8 +57,12 @@ class Hub:
         self.config = config
         self.keys = keys if keys is not None else load_keys(config.secrets)
         self.store = store if store is not None else open_store(config.store.url)
-        self.bus: EventBus[StreamEvent] = EventBus()
-        self.broker = Broker(self.store, self.bus)
+        # Recent events of each stream are kept so a reader can reattach (GET /run/api/conversations/{id}/stream).
+        self.bus: EventBus[StreamEvent] = EventBus(history=2000)
+        # A persistent store keeps questions open across a shutdown, and the runs waiting on them resume after it.
+        self.broker = Broker(self.store, self.bus, durable=not config.store.url.startswith("memory://"))
+        self.instance = new_id("hub")
+        self.runs = open_runs(config.store.url)
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(open_kv(config.store.url), self.keys)
         self.links = LinkSigner(self.keys)
@@ -69,7 +78,8 @@ class Hub:
             sampler=self.model,
             gate=gate,
         )
-        self.conversations = Conversations(Runner(self.model, self.tools, self.bus), self.broker)
+        runner = Runner(self.model, self.tools, self.bus, runs=self.runs, broker=self.broker, owner=self.instance)
+        self.conversations = Conversations(runner, self.broker, self.runs, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -84,6 +94,8 @@ class Hub:
                 start_demo(DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release)
             )
             log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
+        await self.runs.heartbeat(self.instance, HEARTBEAT_TTL_S)
+        await self.conversations.recover()
         self._sweeper = asyncio.create_task(self._sweep())
 
     async def close(self) -> None:
@@ -97,6 +109,7 @@ class Hub:
         if self._demo is not None:
             await self._demo.aclose()
         await self.vault.kv.close()
+        await self.runs.close()
         await self.store.close()
 
     async def _sweep(self) -> None:
@@ -105,6 +118,8 @@ class Hub:
         while True:
             await asyncio.sleep(interval)
             try:
+                await self.runs.heartbeat(self.instance, HEARTBEAT_TTL_S)
+                await self.conversations.recover()
                 await self.broker.expire_due()
                 await self.broker.purge(RESOLVED_RETENTION)
             except Exception:

@@ -13,7 +13,7 @@ from elicithub.core.elicitation import Answer, new_id
 from elicithub.core.errors import ElicitationError
 from elicithub.core.events import ElicitationResolved, RunFinished, StreamEvent
 from elicithub.server.hub import Hub
-from elicithub.server.streaming import Writer, sse
+from elicithub.server.streaming import Writer, sse, sse_followed
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
@@ -120,7 +120,7 @@ async def _chat(
     keepalive = hub.config.streams.keepalive_s
     if isinstance(message, ElicitationResponse):
         return await _answer_in_chat(hub, user, conversation_id, message, writer, headers)
-    conversation = hub.conversations.open(conversation_id, user, history)
+    conversation = await hub.conversations.open(conversation_id, user, history)
     headers = {**headers, "x-conversation-id": conversation.id}
     stream_id = new_id("stream")
     stack = AsyncExitStack()
@@ -213,4 +213,34 @@ async def ui_chat(body: UIChatBody, request: Request, hub: HubDep, user: UserDep
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
     return await _chat(
         hub, user, body.id, _ui_text(last), _supports_elicitation(request), UIMessageStreamWriter(), UI_HEADERS
+    )
+
+
+def _after(last_event_id: str | None, stream_id: str) -> int | None:
+    """The sequence number to resume after, when `Last-Event-ID` names this stream; else None (from the start)."""
+    if not last_event_id:
+        return None
+    stream, _, seq = last_event_id.rpartition(":")
+    return int(seq) if stream == stream_id and seq.isdigit() else None
+
+
+@router.get("/run/api/conversations/{conversation_id}/stream")
+async def reattach(conversation_id: str, request: Request, hub: HubDep, user: UserDep) -> Response:
+    """Read a conversation's current run again (UI message stream), from the start or after `Last-Event-ID`."""
+    conversation = await hub.conversations.get(conversation_id, user)
+    headers = {**UI_HEADERS, "x-conversation-id": conversation.id}
+    stream_id = conversation.stream_id or new_id("stream")
+    after = _after(request.headers.get("last-event-id"), stream_id)
+    ended = any(isinstance(event, RunFinished) for _, event in hub.bus.kept(stream_id, after))
+    stack = AsyncExitStack()
+    queue = await stack.enter_async_context(hub.bus.follow(stream_id, after))
+    if not conversation.running and not ended:
+        queue.put_nowait((0, RunFinished()))  # nothing is running here: what was kept, then the end
+    return sse_followed(
+        UIMessageStreamWriter(),
+        stream_id,
+        queue,
+        keepalive_s=hub.config.streams.keepalive_s,
+        headers=headers,
+        cleanup=stack,
     )

@@ -49,3 +49,37 @@ def sse(
         ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
         sep="\n",
     )
+
+
+def sse_followed(
+    writer: Writer,
+    stream_id: str,
+    events: asyncio.Queue[tuple[int, StreamEvent]],
+    *,
+    keepalive_s: float,
+    headers: Mapping[str, str],
+    cleanup: AsyncExitStack | None = None,
+) -> EventSourceResponse:
+    """Like `sse`, with an `id:` on every event (`STREAM:SEQ`) so a reader can resume after `Last-Event-ID`."""
+
+    async def body() -> AsyncIterator[ServerSentEvent]:
+        try:
+            for line in writer.start():
+                yield ServerSentEvent(data=line)
+            while True:
+                seq, event = await events.get()
+                for line in writer.write(event):
+                    yield ServerSentEvent(data=line, id=f"{stream_id}:{seq}")
+                if isinstance(event, RunFinished):
+                    return
+        finally:
+            if cleanup is not None:
+                await cleanup.aclose()
+
+    return EventSourceResponse(
+        body(),
+        headers=dict(headers),
+        ping=keepalive_s,
+        ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
+        sep="\n",
+    )

@@ -61,7 +61,7 @@ async def me(user: UserDep) -> dict[str, str | None]:
 @router.get("/run/api/conversations/{conversation_id}")
 async def conversation(conversation_id: str, hub: HubDep, user: UserDep) -> dict[str, Any]:
     """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
-    found = hub.conversations.get(conversation_id, user)
+    found = await hub.conversations.get(conversation_id, user)
     return {
         "id": found.id,
         "messages": [shown for m in found.messages if (shown := _shown(m)) is not None],
