@@ -64,6 +64,7 @@ def hubs(
         json.dumps(
             {
                 "store": {"url": redis_store_url},
+                "secrets": {"key_file": str(workdir / "secret.key")},
                 "users": USERS,
                 "elicitation": {"timeout_s": 60},
                 "mcp_servers": [

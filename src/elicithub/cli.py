@@ -42,7 +42,8 @@ def serve(
     typer.echo(f"elicithub listening on {address}  (store {loaded.store.url}, model {loaded.model.kind})")
     if loaded.demo.enabled:
         typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
-    uvicorn.run(create_app(loaded), host=host, port=port, log_level="info")
+    # Open chat streams must not hold a shutdown forever: their runs are on record and resume after a restart.
+    uvicorn.run(create_app(loaded), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
 
 
 @config_app.command("check")

@@ -20,6 +20,8 @@ class _Strict(BaseModel):
 
 class StoreConfig(_Strict):
     url: str = "sqlite:///.elicithub/hub.db"
+    # How often a hub says it is alive (Redis); after three silent beats other hubs take over its paused runs.
+    heartbeat_s: float = Field(default=5, gt=0, le=60)
 
     @field_validator("url")
     @classmethod

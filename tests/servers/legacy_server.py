@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 server = MCPServer("legacy-provisioner")
+PROVISIONED: Counter[str] = Counter()
+"""How many times each name was provisioned: a tool call that completes twice shows here."""
 
 
 class Region(BaseModel):
@@ -21,8 +26,14 @@ async def provision(name: str, ctx: Context) -> str:
     """Provision a database; asks which region."""
     answer = await ctx.elicit(f"Which region should {name} live in?", Region)
     if answer.action == "accept":
+        PROVISIONED[name] += 1
         return f"Provisioned {name} in {answer.data.region}."
     raise ToolError(f"Provisioning of {name} stopped: the user chose {answer.action}.")
+
+
+@server.custom_route("/debug/provisioned", methods=["GET"])
+async def provisioned(request: Request) -> Response:
+    return JSONResponse(dict(PROVISIONED))
 
 
 @server.tool()

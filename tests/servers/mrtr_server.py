@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections import Counter
 from typing import Any
 
 import uvicorn
@@ -25,6 +26,9 @@ from mcp_types import (
     TextContent,
     Tool,
 )
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 REGION = {
     "type": "object",
@@ -92,6 +96,7 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
             return text("request_state was altered", error=True)
         if answer.action != "accept" or answer.content is None:
             return text(f"Provisioning of {name} stopped: the user chose {answer.action}.", error=True)
+        PROVISIONED[name] += 1
         return text(f"Provisioned {name} in {answer.content['region']}.")
     if params.name == "deploy":
         region, confirm = answered(params, "region"), answered(params, "confirm")
@@ -130,6 +135,15 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
 
 
 server = Server("mrtr-provisioner", on_list_tools=list_tools, on_call_tool=call_tool)
+PROVISIONED: Counter[str] = Counter()
+"""How many times each name was provisioned: a tool call that completes twice shows here."""
+
+
+async def provisioned(request: Request) -> Response:
+    return JSONResponse(dict(PROVISIONED))
+
 
 if __name__ == "__main__":
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    app = server.streamable_http_app()
+    app.router.routes.append(Route("/debug/provisioned", provisioned, methods=["GET"]))
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.conftest import RunningHub
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "test-output" / "screenshots"
+DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
 
 
 def session_cookie(running: RunningHub, user: str) -> str:
@@ -69,3 +71,9 @@ def screenshot(page: Page, selector: str, name: str, *, copy_to: Path | None = N
     if copy_to is not None:
         copy_to.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, copy_to)
+
+
+def docs_copy(name: str) -> Path | None:
+    """Where a screenshot also goes for the README: only with ELICITHUB_UPDATE_SCREENSHOTS=1, so that an ordinary
+    test run leaves the tracked images alone."""
+    return DOCS_SCREENSHOTS / name if os.environ.get("ELICITHUB_UPDATE_SCREENSHOTS") == "1" else None

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from tests.conftest import HubFactory, RunningHub
-from tests.web.conftest import REPO, OpenPage, screenshot
+from tests.web.conftest import OpenPage, docs_copy, screenshot
 
 PROVISION = '/call mrtr.provision {"name":"orders"}'
 
@@ -52,7 +52,7 @@ def test_form_is_checked_in_the_browser_then_answered_and_the_result_streams_in(
     expect(prompt.locator(".prompt-message")).to_have_text("Which region should orders live in?")
     region = prompt.get_by_label("Region")
     expect(region).to_have_attribute("aria-required", "true")
-    screenshot(page, ".message.assistant", "form.png", copy_to=REPO / "docs" / "screenshots" / "form.png")
+    screenshot(page, ".message.assistant", "form.png", copy_to=docs_copy("form.png"))
 
     prompt.get_by_role("button", name="Submit").click()
     expect(prompt.locator(".field-error")).to_have_text("is required")

@@ -119,14 +119,18 @@ class Broker:
         try:
             # It may have ended between the read and the registration: read again now that notices reach us.
             current = await self.store.get(elicitation_id)
-            if current is not None and current.state is not State.PENDING:
-                return Resolution.of(current)
-            self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
-            remaining = (elicitation.expires_at - utcnow()).total_seconds()
-            try:
-                resolution = await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
-            except TimeoutError:
-                resolution = await self.end(elicitation_id, State.EXPIRED)
+            if future.done():
+                resolution = future.result()  # it ended while we registered: ours to announce
+            elif current is not None and current.state is not State.PENDING:
+                return Resolution.of(current)  # it ended before we registered: that transition announced it
+            else:
+                # Shown again on its stream: whoever reattaches to the resumed run sees the open question.
+                self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
+                remaining = (elicitation.expires_at - utcnow()).total_seconds()
+                try:
+                    resolution = await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
+                except TimeoutError:
+                    resolution = await self.end(elicitation_id, State.EXPIRED)
         finally:
             self._waiters.pop(elicitation_id, None)
         self._announce(elicitation, resolution)

@@ -95,8 +95,11 @@ async def start_demo(
         deploy_server().streamable_http_app(host=host),
         release_server().streamable_http_app(host=host),
     ]
+    # log_config/log_level None: the hub owns the process's logging; a server of its own must not reset the
+    # shared uvicorn loggers (that silenced the hub's startup lines and access log).
     servers = [
-        _Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)) for app in apps
+        _Server(uvicorn.Config(app, log_config=None, log_level=None, lifespan="on", timeout_graceful_shutdown=1))
+        for app in apps
     ]
     tasks = [
         asyncio.create_task(_serve(server, sock), name=f"demo-{name}")

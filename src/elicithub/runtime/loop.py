@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -76,6 +77,10 @@ class Runner:
                 record = await self._calls(messages, calls, 0, context, record)
             else:
                 publish(context.stream_id, TextDelta("Stopped: the model kept calling tools."))
+        except asyncio.CancelledError:
+            # Shutdown: the run stays on record as it is (paused or running), for a hub to continue it.
+            record = None
+            raise
         except Exception as exc:
             log.exception("run on stream %s failed", context.stream_id)
             publish(context.stream_id, TextDelta(f"The run failed: {exc}"))

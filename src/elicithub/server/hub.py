@@ -33,9 +33,6 @@ log = logging.getLogger(__name__)
 DEMO_HOST = "127.0.0.1"
 """The demo servers listen on loopback only, whatever address the hub itself listens on."""
 
-HEARTBEAT_TTL_S = 15.0
-"""A hub that has not said it is alive for this long is gone; other instances sharing Redis take over its runs."""
-
 RESOLVED_RETENTION = timedelta(days=1)
 """How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
 
@@ -94,7 +91,7 @@ class Hub:
                 start_demo(DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release)
             )
             log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
-        await self.runs.heartbeat(self.instance, HEARTBEAT_TTL_S)
+        await self.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
         await self.conversations.recover()
         self._sweeper = asyncio.create_task(self._sweep())
 
@@ -114,11 +111,11 @@ class Hub:
 
     async def _sweep(self) -> None:
         """Expire questions whose waiter is gone, and forget old finished ones."""
-        interval = min(5.0, self.config.elicitation.timeout_s / 2)
+        interval = min(5.0, self.config.elicitation.timeout_s / 2, self.config.store.heartbeat_s)
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.runs.heartbeat(self.instance, HEARTBEAT_TTL_S)
+                await self.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
                 await self.conversations.recover()
                 await self.broker.expire_due()
                 await self.broker.purge(RESOLVED_RETENTION)

@@ -174,6 +174,7 @@ class McpBridge:
         self.max_rounds = max_rounds
         self.sampler = sampler
         self._tools: dict[str, tuple[float, list[ToolSpec]]] = {}
+        self._listing: dict[str, asyncio.Lock] = {}
         self._http: httpx2.AsyncClient | None = None
 
     def _http_client(self) -> httpx2.AsyncClient:
@@ -232,6 +233,16 @@ class McpBridge:
         cached = self._tools.get(server.id)
         if cached is not None and time.monotonic() - cached[0] < _TOOLS_TTL_S:
             return cached[1]
+        # One listing at a time per server: a burst of runs (a restart resuming hundreds) shares one answer.
+        async with self._listing.setdefault(server.id, asyncio.Lock()):
+            cached = self._tools.get(server.id)
+            if cached is not None and time.monotonic() - cached[0] < _TOOLS_TTL_S:
+                return cached[1]
+            return await self._list_server_tools(server, context, cached)
+
+    async def _list_server_tools(
+        self, server: McpServerConfig, context: CallContext | None, cached: tuple[float, list[ToolSpec]] | None
+    ) -> list[ToolSpec]:
         header = await self._listing_authorization(server, context)
         if server.credential_scope != "none" and header is None:
             # Never call a protected server without its token: offer what we know of its tools.

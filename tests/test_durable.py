@@ -1,0 +1,239 @@
+"""Durable pauses: questions outlive the stream, a kill -9 and a restart, and every tool call completes once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import USERS, HubFactory, McpProcess, RunningHub, sse_data
+from tests.core_fixtures import RedisServer
+from tests.test_scale_out import ServedHub
+
+N = 100
+ALICE = {"authorization": "Bearer alice-secret", "x-supports-elicitation": "true"}
+
+
+def write_config(workdir: Path, store_url: str, legacy: McpProcess, mrtr: McpProcess, **extra: Any) -> Path:
+    config = workdir / "hub.yaml"
+    data = {
+        "store": {"url": store_url, "heartbeat_s": 0.3},
+        "secrets": {"key_file": str(workdir / "secret.key")},
+        "users": USERS,
+        "mcp_servers": [
+            {"id": "legacy", "url": legacy.url, "protocol": "legacy"},
+            {"id": "mrtr", "url": mrtr.url},
+        ],
+        **extra,
+    }
+    config.write_text(json.dumps(data))
+    return config
+
+
+def ui_body(conversation_id: str, part: dict[str, Any]) -> dict[str, Any]:
+    return {"id": conversation_id, "messages": [{"id": "m1", "role": "user", "parts": [part]}]}
+
+
+async def raise_questions(url: str, tag: str, n: int) -> list[dict[str, str]]:
+    """Start n chats (half 2026-07-28, half 2025-11-25), read each until its question, then hang up."""
+
+    async def one(client: httpx.AsyncClient, i: int) -> dict[str, str]:
+        server = "mrtr" if i % 2 == 0 else "legacy"
+        name = f"{tag}-{i}"
+        conversation = f"conv-{tag}-{i}"
+        text = f'/call {server}.provision {{"name": "{name}"}}'
+        async with client.stream(
+            "POST", "/run/api/chat", json=ui_body(conversation, {"type": "text", "text": text})
+        ) as r:
+            async for line in r.aiter_lines():
+                if '"data-elicitation-request"' in line:
+                    event = json.loads(line.removeprefix("data: "))["data"]
+                    return {"conversation": conversation, "elicitation": event["elicitationId"], "name": name}
+        raise AssertionError(f"no question in {conversation}")
+
+    limits = httpx.Limits(max_connections=n)
+    async with httpx.AsyncClient(base_url=url, headers=ALICE, timeout=60, limits=limits) as client:
+        return list(await asyncio.gather(*(one(client, i) for i in range(n))))
+
+
+async def answer_all(url: str, asked: list[dict[str, str]]) -> list[int]:
+    async with httpx.AsyncClient(base_url=url, headers=ALICE, timeout=60) as client:
+
+        async def one(q: dict[str, str]) -> int:
+            body = {
+                "conversationId": q["conversation"],
+                "elicitationId": q["elicitation"],
+                "action": "accept",
+                "content": {"region": "eu-west-1"},
+            }
+            return (await client.post("/run/api/elicitation-responses", json=body)).status_code
+
+        return list(await asyncio.gather(*(one(q) for q in asked)))
+
+
+def reattached_text(url: str, conversation: str, deadline_s: float = 60) -> str:
+    """Read the conversation's run again until it has a tool result (the run may still be resuming)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        with httpx.Client(base_url=url, headers=ALICE, timeout=30) as client:
+            with client.stream("GET", f"/run/api/conversations/{conversation}/stream") as response:
+                assert response.status_code == 200, response.read()
+                parts = list(sse_data(response))
+        text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
+        if "Provisioned" in text or "error" in text.lower() or time.monotonic() > end:
+            return text
+        time.sleep(0.2)
+
+
+def provisioned(*servers: McpProcess) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for server in servers:
+        for name, count in httpx.get(server.url.removesuffix("/mcp") + "/debug/provisioned").json().items():
+            counts[name] = counts.get(name, 0) + count
+    return counts
+
+
+def check_all_completed_once(url: str, asked: list[dict[str, str]], legacy: McpProcess, mrtr: McpProcess) -> None:
+    for q in asked:
+        assert reattached_text(url, q["conversation"]) == f"Provisioned {q['name']} in eu-west-1.", q
+    counts = provisioned(legacy, mrtr)
+    assert {q["name"]: counts.get(q["name"], 0) for q in asked} == {q["name"]: 1 for q in asked}
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+def test_kill_9_with_100_pending_then_restart_and_answer_all(
+    store: str,
+    tmp_path: Path,
+    legacy_server: McpProcess,
+    mrtr_server: McpProcess,
+    redis_server: RedisServer,
+) -> None:
+    if store == "redis":
+        with redis_server.client(2) as client:
+            client.flushdb()
+        url = redis_server.url(2)
+    else:
+        url = f"sqlite:///{tmp_path / 'hub.db'}"
+    config = write_config(tmp_path, url, legacy_server, mrtr_server)
+    first = ServedHub(config, tmp_path / "first.log")
+    first.wait()
+    asked = asyncio.run(raise_questions(first.url, f"k9{store}", N))
+    assert len({q["elicitation"] for q in asked}) == N
+    first.process.kill()  # SIGKILL: no shutdown, nothing cancelled
+    first.process.wait()
+
+    second = ServedHub(config, tmp_path / "second.log")
+    second.wait()
+    try:
+        # What was open is still open: the reloaded page's view of a conversation shows it.
+        with httpx.Client(base_url=second.url, headers=ALICE) as client:
+            view = client.get(f"/run/api/conversations/{asked[0]['conversation']}").json()
+        assert view["messages"][0]["text"].startswith("/call mrtr.provision")
+        statuses = asyncio.run(answer_all(second.url, asked))
+        assert statuses == [200] * N
+        check_all_completed_once(second.url, asked, legacy_server, mrtr_server)
+    finally:
+        second.stop()
+
+
+def test_a_surviving_instance_takes_over_the_runs_of_one_that_died(
+    tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess, redis_server: RedisServer
+) -> None:
+    with redis_server.client(3) as client:
+        client.flushdb()
+    config = write_config(tmp_path, redis_server.url(3), legacy_server, mrtr_server)
+    a, b = ServedHub(config, tmp_path / "a.log"), ServedHub(config, tmp_path / "b.log")
+    a.wait()
+    b.wait()
+    try:
+        asked = asyncio.run(raise_questions(a.url, "takeover", 10))
+        a.process.kill()
+        a.process.wait()
+        assert asyncio.run(answer_all(b.url, asked)) == [200] * 10
+        check_all_completed_once(b.url, asked, legacy_server, mrtr_server)
+    finally:
+        b.stop()
+
+
+@pytest.mark.parametrize("stop", ["kill", "terminate"])
+def test_after_a_restart_the_fast_path_streams_the_continuation(
+    stop: str, tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess
+) -> None:
+    config = write_config(tmp_path, f"sqlite:///{tmp_path / 'hub.db'}", legacy_server, mrtr_server)
+    first = ServedHub(config, tmp_path / "first.log")
+    first.wait()
+    asked = asyncio.run(raise_questions(first.url, f"fast{stop}", 2))
+    getattr(first.process, stop)()  # SIGKILL, or SIGTERM: a graceful shutdown keeps the questions open too
+    first.process.wait(timeout=20)
+    second = ServedHub(config, tmp_path / "second.log")
+    second.wait()
+    try:
+        for q in asked:  # one 2026-07-28 call (retried with its requestState), one 2025-11-25 call (run again)
+            part = {
+                "type": "elicitation-response",
+                "elicitationId": q["elicitation"],
+                "action": "accept",
+                "content": {"region": "eu-west-1"},
+            }
+            with httpx.Client(base_url=second.url, headers=ALICE, timeout=60) as client:
+                with client.stream("POST", "/run/api/chat", json=ui_body(q["conversation"], part)) as response:
+                    parts = list(sse_data(response))
+            text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
+            assert text == f"Provisioned {q['name']} in eu-west-1."
+            resolved = [p for p in parts if p["type"] == "data-elicitation-resolved"]
+            assert [p["id"] for p in resolved] == [q["elicitation"]], parts
+        assert all(provisioned(legacy_server, mrtr_server)[q["name"]] == 1 for q in asked)
+    finally:
+        second.stop()
+
+
+def test_reattach_replays_the_run_and_resumes_after_last_event_id(hub: RunningHub) -> None:
+    asked = asyncio.run(raise_questions(hub.url, "reattach", 1))[0]
+    with httpx.Client(base_url=hub.url, headers=ALICE, timeout=30) as client:
+        seen: list[tuple[str, dict[str, Any]]] = []
+        with client.stream("GET", f"/run/api/conversations/{asked['conversation']}/stream") as response:
+            event_id = ""
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    event_id = line.removeprefix("id: ")
+                elif line.startswith("data: {"):
+                    part = json.loads(line.removeprefix("data: "))
+                    seen.append((event_id, part))
+                    if part["type"] == "data-elicitation-request":
+                        break  # the client goes away again
+        assert seen[-1][1]["id"] == asked["elicitation"] and seen[-1][0]
+        last_id = seen[-1][0]
+        assert (
+            hub.answer(
+                "alice", asked["conversation"], asked["elicitation"], "accept", {"region": "us-east-1"}
+            ).status_code
+            == 200
+        )
+        with client.stream(
+            "GET", f"/run/api/conversations/{asked['conversation']}/stream", headers={"last-event-id": last_id}
+        ) as response:
+            parts = list(sse_data(response))
+        types = [p["type"] for p in parts]
+        assert "data-elicitation-request" not in types  # already seen: not sent again
+        assert types[0] == "start" and types[-1] == "finish" and "data-elicitation-resolved" in types
+        text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
+        assert text == f"Provisioned {asked['name']} in us-east-1."
+        # Another user cannot read it, and an unknown conversation does not exist.
+        assert hub.client("bob").get(f"/run/api/conversations/{asked['conversation']}/stream").status_code == 404
+        assert client.get("/run/api/conversations/conv-nope/stream").status_code == 404
+
+
+def test_a_run_that_never_paused_can_be_reattached_after_it_finished(make_hub: HubFactory) -> None:
+    hub = make_hub()
+    with httpx.Client(base_url=hub.url, headers=ALICE, timeout=30) as client:
+        with client.stream("POST", "/run/api/chat", json=ui_body("conv-done", {"type": "text", "text": "hi"})) as r:
+            list(sse_data(r))
+        with client.stream("GET", "/run/api/conversations/conv-done/stream") as response:
+            parts = list(sse_data(response))
+    assert parts[-1]["type"] == "finish"
+    assert any(p["type"] == "text-delta" and "Call a tool with" in p["delta"] for p in parts)

@@ -1,0 +1,248 @@
+"""The README's first command in a real browser: `elicithub serve` with no config, its page, and both kinds of question.
+
+The hub runs as the real command in a subprocess (cwd a temporary directory, so `.elicithub/` lands there) and
+the page is opened with no cookie and no bearer token: the demo signs its dev user in by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
+from playwright.sync_api import Error as PlaywrightError
+
+from tests.conftest import free_port
+from tests.web.conftest import SCREENSHOTS, docs_copy
+
+DEPLOY = '/call deploy.deploy_service {"service":"orders"}'
+ROLLBACK = '/call release.rollback {"service":"orders"}'
+LIST_ISSUES = "/call tracker.list_issues {}"
+ISSUES = "You have 3 issues:"
+DEFAULT_PORT = 8700
+KEEP_POPUPS_OPEN = """
+if (location.pathname === "/") {
+  const open = window.open.bind(window);
+  window.open = (...args) => {
+    const opened = open(...args);
+    const keep = (target, key) => (key === "close" ? () => {} : target[key]);
+    return opened && new Proxy(opened, { get: keep });
+  };
+}
+"""
+
+
+class DemoHub:
+    """`python -m elicithub.cli serve --port PORT` in `workdir`, with its output kept for a failure's message."""
+
+    def __init__(self, workdir: Path, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = workdir / "serve.log"
+        command = [sys.executable, "-m", "elicithub.cli", "serve", "--port", str(port)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+        self._wait_until_listening(timeout=30)
+
+    def _wait_until_listening(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"elicithub serve exited with {self.process.returncode}:\n{self.output()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        pytest.fail(f"elicithub serve did not listen on {self.url} within {timeout:g} s:\n{self.output()}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoHub]:
+    workdir = tmp_path_factory.mktemp("serve")
+    # The README's pictures show the address the README names.
+    hub = DemoHub(workdir, DEFAULT_PORT if docs_copy("url.png") is not None else free_port())
+    yield hub
+    hub.stop()
+    assert (workdir / ".elicithub").is_dir(), "serve with no config keeps its state under ./.elicithub/"
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh browser with no cookies, sized as the README's screenshots are; page errors fail the test."""
+    errors: list[str] = []
+    context = browser.new_context(viewport={"width": 1000, "height": 700})
+    context.set_default_timeout(10_000)
+    context.on("page", lambda page: page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}")))
+    yield context
+    context.close()
+    assert not errors, f"a page raised: {errors}"
+
+
+def open_demo(context: BrowserContext, demo: DemoHub) -> Page:
+    page = context.new_page()
+    page.goto(demo.url + "/")
+    page.wait_for_selector("body[data-ready=true]")
+    return page
+
+
+def say(page: Page, text: str) -> None:
+    page.fill("#message", text)
+    page.keyboard.press("Enter")
+
+
+def expect_closed(prompt: Locator, state: str) -> None:
+    """The prompt shows `state` and none of its controls can be used any more."""
+    expect(prompt).to_have_attribute("data-state", state)
+    expect(prompt.locator(".status")).to_have_text(state.capitalize())
+    for control in prompt.locator("input, select, button").all():
+        expect(control).to_be_disabled()
+
+
+def snapshot(page: Page, name: str, docs_name: str, *, height: int = 700) -> None:
+    """The window at 1000 x `height`; also the README's image when asked to update those."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    page.set_viewport_size({"width": 1000, "height": height})
+    page.locator("#message").blur()  # no focus ring or caret in the picture
+    page.screenshot(path=str(path))
+    page.set_viewport_size({"width": 1000, "height": 700})
+    target = docs_copy(docs_name)
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
+    demo: DemoHub, context: BrowserContext
+) -> None:
+    page = open_demo(context, demo)
+    expect(page.locator("#who")).to_have_text("Signed in as dev")
+    say(page, "hello")
+    help_text = page.locator(".message.assistant > .text")
+    for tool in ("tracker.list_issues", "deploy.deploy_service", "release.rollback"):
+        expect(help_text).to_contain_text(tool)
+
+    # 2026-07-28: the deploy server answers the first call with an InputRequiredResult holding this form.
+    page.get_by_role("button", name="New conversation").click()
+    say(page, DEPLOY)
+    prompt = page.locator(".prompt")
+    expect(prompt.locator(".prompt-message")).to_have_text("How should orders be deployed?")
+    region = prompt.get_by_label("Region")
+    expect(region).to_have_attribute("aria-required", "true")
+    titles = [t.strip() for t in region.locator("option").all_inner_texts()]
+    assert titles == ["Choose…", "Europe (Ireland)", "US East (Virginia)", "Asia Pacific (Sydney)"]
+    features = prompt.locator("fieldset", has_text="Features")
+    expect(features.get_by_role("checkbox")).to_have_count(3)
+    replicas = prompt.get_by_label("Replicas")
+    expect(replicas).to_have_value("2")
+    expect(replicas).to_have_attribute("min", "1")
+    expect(replicas).to_have_attribute("max", "10")
+    confirm = prompt.get_by_label("I understand this deploys to production")
+    expect(confirm).to_have_attribute("aria-required", "true")
+    expect(confirm).not_to_be_checked()
+    snapshot(page, "demo-form.png", "form.png", height=900)  # tall enough for the whole conversation
+
+    prompt.get_by_role("button", name="Submit").click()  # no region yet: the browser holds the answer back
+    region_error = prompt.locator(".field", has=page.get_by_label("Region")).locator(".field-error")
+    expect(region_error).to_have_text("is required")
+    expect(prompt).to_have_attribute("data-state", "pending")
+
+    region.select_option(label="Europe (Ireland)")
+    features.get_by_label("canary").check()
+    features.get_by_label("tracing").check()
+    replicas.fill("3")
+    confirm.check()
+    prompt.get_by_role("button", name="Submit").click()
+    result = page.locator(".message.assistant > .text", has_text="Deployed orders")
+    expect(result).to_have_text("Deployed orders to eu-west-1 with 3 replicas (canary, tracing).")
+    expect_closed(prompt, "accepted")
+
+    # 2025-11-25: the release server sends elicitation/create while the call is open.
+    say(page, ROLLBACK)
+    rollback = page.locator(".prompt", has_text="Roll orders back to the previous release?")
+    rollback.get_by_label("Roll back to the previous release").check()
+    rollback.get_by_role("button", name="Submit").click()
+    expect(page.locator(".message.assistant > .text", has_text="Rolled orders")).to_have_text(
+        "Rolled orders back to the previous release."
+    )
+    expect_closed(rollback, "accepted")
+
+
+def test_the_tracker_is_connected_in_a_consent_popup_and_then_answers_without_asking(
+    demo: DemoHub, context: BrowserContext
+) -> None:
+    # The widget closes the popup as soon as it learns the outcome, which is often before the callback page has
+    # even arrived; here the page's handle on the popup cannot close it, so the test reads what a person would.
+    context.add_init_script(KEEP_POPUPS_OPEN)
+    page = open_demo(context, demo)
+    expect(page.locator("#who")).to_have_text("Signed in as dev")
+
+    say(page, LIST_ISSUES)
+    denied = page.locator(".prompt-url").nth(0)
+    expect(denied.locator(".prompt-message")).to_have_text(
+        "Tracker requires authentication. Connect your account to continue."
+    )
+    expect(denied.locator(".prompt-domain")).to_have_text(f"Connect opens a page on 127.0.0.1:{demo.port}")
+    expect(denied.get_by_role("button", name="Connect")).to_be_enabled()
+    snapshot(page, "demo-url.png", "url.png")
+
+    callback = consent(page, denied, "Deny")
+    expect_closed(denied, "declined")
+    expect(page.locator(".message.assistant > .text").last).to_have_text(
+        "Tool error: Authentication required but not provided."
+    )
+    assert callback is None or "you did not allow access" in callback
+
+    say(page, LIST_ISSUES)
+    allowed = page.locator(".prompt-url").nth(1)
+    callback = consent(page, allowed, "Allow")
+    assert callback is None or "Connected — you can close this window" in callback
+    expect_closed(allowed, "accepted")
+    expect(page.locator(".message.assistant > .text").last).to_contain_text(ISSUES)
+
+    say(page, LIST_ISSUES)  # connected now: the call goes straight through
+    expect(page.locator(".message.assistant > .text", has_text=ISSUES)).to_have_count(2)
+    expect(page.locator(".prompt")).to_have_count(2)
+    assert len(context.pages) == 1
+
+
+def consent(page: Page, prompt: Locator, decision: str) -> str | None:
+    """Connect, answer the tracker's consent page in the popup, and return what the hub's callback page says
+    (None if that page closed itself first)."""
+    with page.expect_popup() as opened:
+        prompt.get_by_role("button", name="Connect").click()
+    popup = opened.value
+    expect(popup.get_by_role("heading")).to_have_text("Allow elicithub demo to read your issues?")
+    popup.get_by_role("button", name=decision).click()
+    expect(prompt).not_to_have_attribute("data-state", "pending")
+    try:
+        popup.wait_for_url(lambda url: urlsplit(url).path == "/auth/callback")
+        text = popup.locator("main").inner_text()
+    except PlaywrightError:
+        if not popup.is_closed():
+            raise
+        return None
+    popup.close()
+    return text
