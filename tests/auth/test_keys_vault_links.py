@@ -13,15 +13,17 @@ import anyio
 import pytest
 
 from elicithub.auth.keys import Keys, KeyUnusable, load_keys
-from elicithub.auth.kv import MemoryKV, SecretKV, SqliteKV
+from elicithub.auth.kv import MemoryKV, RedisKV, SecretKV, SqliteKV
 from elicithub.auth.links import BadLink, LinkSigner
 from elicithub.auth.vault import Credential, SignIn, Vault
 from elicithub.config import SecretsConfig
 from elicithub.server.app import redact_access_log
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def kv(request: pytest.FixtureRequest, tmp_path: Path) -> SecretKV:
+    if request.param == "redis":
+        return RedisKV(request.getfixturevalue("redis_url"))
     return MemoryKV() if request.param == "memory" else SqliteKV(tmp_path / "hub.db")
 
 
