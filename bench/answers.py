@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from processes import cpu_seconds, pct, serve, start_redis, stop, wait_for_port
+from processes import cpu_seconds, machine_ticks, pct, serve, shares, start_redis, stop, wait_for_port
 
 from elicithub.core.elicitation import State, new_elicitation
 from elicithub.store import open_store
@@ -143,9 +143,12 @@ def main() -> None:
         for setup, (url, names) in setups.items():
             hubs = [f"http://127.0.0.1:{processes[name][1]}" for name in names]
             ids = asyncio.run(put_pending(url, args.n))
-            cpu0 = {k: cpu_seconds(pid) for k, pid in pids.items()}
+            cpu0, machine0 = {k: cpu_seconds(pid) for k, pid in pids.items()}, machine_ticks()
             elapsed, latencies = asyncio.run(answer_all(hubs, ids, args.clients))
             cpu = {k: cpu_seconds(pid) - cpu0[k] for k, pid in pids.items()}
+            machine = shares(machine0, machine_ticks())
+            others = machine["busy s"] - sum(cpu.values())
+            cpu |= {"others": others, "idle %": machine["idle"], "steal %": machine["steal"]}
             asyncio.run(check_all_accepted(url, [eid for _, eid in ids]))
             rows.append((setup, elapsed, latencies, cpu))
             print(f"  {setup}: {args.n / elapsed:.0f} answers/s", file=sys.stderr, flush=True)
@@ -153,15 +156,18 @@ def main() -> None:
         f"N = {args.n} answers per setup, {args.clients} concurrent clients, {now() - started:.0f} s in all; "
         f"1-minute load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after.\n"
     )
-    print("| setup | answers/s | p50 ms | p95 ms | CPU s: bench (the clients) | hubs | redis-server |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| setup | answers/s | p50 ms | p95 ms | CPU s: clients | hubs | redis | the rest | idle % | steal % |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for setup, elapsed, latencies, cpu in rows:
         hubs_cpu = " + ".join(f"{cpu[k]:.1f}" for k in ("s", "r1", "r2") if cpu[k] >= 0.05)
         print(
             f"| {setup} | {args.n / elapsed:.0f} | {pct(latencies, 50):.2f} | {pct(latencies, 95):.2f} "
-            f"| {cpu['bench']:.1f} | {hubs_cpu} | {cpu['redis-server']:.1f} |"
+            f"| {cpu['bench']:.1f} | {hubs_cpu} | {cpu['redis-server']:.1f} | {cpu['others']:.1f} "
+            f"| {cpu['idle %']:.0f} | {cpu['steal %']:.0f} |"
         )
-    print("\nCPU s = user + system seconds each process used from the first answer sent to the last 200.")
+    print("\nCPU s = user + system seconds each process used from the first answer sent to the last 200;")
+    print("the rest = the machine's busy CPU seconds then (/proc/stat) minus those, i.e. every other process and the")
+    print("kernel; idle % and steal % = shares of the whole machine's CPU time (both cores) then.")
 
 
 if __name__ == "__main__":

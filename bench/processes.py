@@ -90,6 +90,21 @@ def cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def machine_ticks() -> dict[str, int]:
+    """The whole machine's CPU time so far, by kind (Linux /proc/stat, in clock ticks)."""
+    names = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+    values = Path("/proc/stat").read_text().splitlines()[0].split()[1 : 1 + len(names)]
+    return dict(zip(names, map(int, values), strict=True))
+
+
+def shares(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """Each kind's share (%) of the machine's CPU time between two machine_ticks(), and the busy seconds."""
+    spent = {k: after[k] - before[k] for k in before}
+    total = sum(spent.values()) or 1
+    busy = total - spent["idle"] - spent["iowait"]
+    return {k: 100 * v / total for k, v in spent.items()} | {"busy s": busy / os.sysconf("SC_CLK_TCK")}
+
+
 def pct(values: list[float], q: float) -> float:
     """The q-th percentile (linear interpolation between closest ranks), in milliseconds."""
     data = sorted(values)
