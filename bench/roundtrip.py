@@ -15,8 +15,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,9 +28,8 @@ import httpx2
 import mcp_types as mt
 from mcp import Client
 from mcp.client import ClientRequestContext
+from processes import MRTR_SERVER, free_port, pct, serve, spawn, stop, wait_for_port
 
-ROOT = Path(__file__).resolve().parents[1]
-MRTR_SERVER = ROOT / "tests" / "servers" / "mrtr_server.py"
 TOKEN = "alice-secret"
 ARGS = {"name": "orders"}
 ANSWER = {"region": "eu-west-1"}
@@ -49,41 +46,6 @@ now = time.perf_counter  # CLOCK_MONOTONIC on Linux; every timestamp below is ta
 # --- processes ---------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
-
-
-def elicithub_command() -> list[str]:
-    script = Path(sys.executable).parent / "elicithub"
-    if script.exists():
-        return [str(script)]
-    uv = shutil.which("uv")
-    if uv is None:
-        raise RuntimeError("neither the elicithub script next to this python nor uv was found")
-    return [uv, "run", "elicithub"]
-
-
-def spawn(command: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-
-
 def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[bytes], int]:
     config = {
         "store": {"url": "memory://"},
@@ -91,22 +53,7 @@ def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[
         "mcp_servers": [{"id": "mrtr", "url": mcp_url}],
         "elicitation": {"timeout_s": 60},
     }
-    path = workdir / f"{name}.yaml"
-    path.write_text(json.dumps(config))  # JSON is YAML
-    port = free_port()
-    process = spawn(
-        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port)], workdir / f"{name}.log"
-    )
-    return process, port
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    return serve(workdir, name, config)
 
 
 # --- the timestamping proxy ----------------------------------------------------------------------------------------
@@ -438,17 +385,6 @@ class ThroughHub:
 
 
 # --- statistics and report -----------------------------------------------------------------------------------------
-
-
-def pct(values: list[float], q: float) -> float:
-    """The q-th percentile (linear interpolation between closest ranks), in milliseconds."""
-    data = sorted(values)
-    if not data:
-        return float("nan")
-    pos = (len(data) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return 1000 * (data[lo] + (data[hi] - data[lo]) * (pos - lo))
 
 
 def sums(*series: list[float]) -> list[float]:

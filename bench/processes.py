@@ -1,0 +1,116 @@
+"""What the benchmarks share: starting and stopping hubs, the MCP test server and redis-server, and percentiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MRTR_SERVER = ROOT / "tests" / "servers" / "mrtr_server.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def elicithub_command() -> list[str]:
+    script = Path(sys.executable).parent / "elicithub"
+    if script.exists():
+        return [str(script)]
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("neither the elicithub script next to this python nor uv was found")
+    return [uv, "run", "elicithub"]
+
+
+def spawn(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def serve(workdir: Path, name: str, config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
+    """`elicithub serve` with this config; wait_for_port before use."""
+    path = workdir / f"{name}.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    port = free_port()
+    process = spawn(
+        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port)], workdir / f"{name}.log"
+    )
+    return process, port
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A private redis-server without persistence, ready to use."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed (apt install redis-server)")
+    port = free_port()
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = spawn([*command, "--dir", str(workdir)], workdir / "redis.log")
+    wait_for_port(port, process)
+    return process, port
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> dict[str, int]:
+    """The whole machine's CPU time so far, by kind (Linux /proc/stat, in clock ticks)."""
+    names = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+    values = Path("/proc/stat").read_text().splitlines()[0].split()[1 : 1 + len(names)]
+    return dict(zip(names, map(int, values), strict=True))
+
+
+def shares(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """Each kind's share (%) of the machine's CPU time between two machine_ticks(), and the busy seconds."""
+    spent = {k: after[k] - before[k] for k in before}
+    total = sum(spent.values()) or 1
+    busy = total - spent["idle"] - spent["iowait"]
+    return {k: 100 * v / total for k, v in spent.items()} | {"busy s": busy / os.sysconf("SC_CLK_TCK")}
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (linear interpolation between closest ranks), in milliseconds."""
+    data = sorted(values)
+    if not data:
+        return float("nan")
+    pos = (len(data) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return 1000 * (data[lo] + (data[hi] - data[lo]) * (pos - lo))
