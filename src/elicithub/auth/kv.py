@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-T = TypeVar("T")
+from elicithub.store.sqlite import SqliteDb
 
 
 class SecretKV(Protocol):
@@ -62,19 +59,8 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS vault (key TEXT PRIMARY KEY, value BLOB NO
 
 class SqliteKV:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute(_SCHEMA)
-        self._lock = threading.Lock()
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def locked() -> T:
-            with self._lock:
-                return fn(self._db)
-
-        return await asyncio.to_thread(locked)
+        self._file = SqliteDb(path, _SCHEMA)
+        self._run = self._file.run
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
         expires = None if ttl_s is None else time.time() + ttl_s
@@ -103,7 +89,7 @@ class SqliteKV:
         await self._run(lambda db: db.execute("DELETE FROM vault WHERE key = ?", (key,)))
 
     async def close(self) -> None:
-        await self._run(lambda db: db.close())
+        await self._file.close()
 
 
 def open_kv(store_url: str) -> SecretKV:

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation
 from elicithub.runtime.models import Message
-
-T = TypeVar("T")
+from elicithub.store.sqlite import SqliteDb
 
 Status = Literal["running", "paused", "finished"]
 
@@ -129,19 +125,8 @@ CREATE INDEX IF NOT EXISTS runs_unfinished ON runs (status);
 
 class SqliteRuns(_SingleProcess):
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(_SCHEMA)
-        self._lock = threading.Lock()
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def locked() -> T:
-            with self._lock:
-                return fn(self._db)
-
-        return await asyncio.to_thread(locked)
+        self._file = SqliteDb(path, _SCHEMA)
+        self._run = self._file.run
 
     async def save(self, record: RunRecord) -> None:
         row = (record.conversation_id, record.status, record.owner, json.dumps(record.to_json()))
@@ -181,7 +166,7 @@ class SqliteRuns(_SingleProcess):
         return [RunRecord.from_json(json.loads(row[0])) for row in await self._run(read)]
 
     async def close(self) -> None:
-        await self._run(lambda db: db.close())
+        await self._file.close()
 
 
 def open_runs(store_url: str) -> RunStore:

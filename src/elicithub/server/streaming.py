@@ -42,13 +42,7 @@ def sse(
             if cleanup is not None:
                 await cleanup.aclose()
 
-    return EventSourceResponse(
-        body(),
-        headers=dict(headers),
-        ping=keepalive_s,
-        ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
-        sep="\n",
-    )
+    return _response(body(), keepalive_s, headers)
 
 
 def sse_followed(
@@ -76,8 +70,14 @@ def sse_followed(
             if cleanup is not None:
                 await cleanup.aclose()
 
+    return _response(body(), keepalive_s, headers)
+
+
+def _response(
+    body: AsyncIterator[ServerSentEvent], keepalive_s: float, headers: Mapping[str, str]
+) -> EventSourceResponse:
     return EventSourceResponse(
-        body(),
+        body,
         headers=dict(headers),
         ping=keepalive_s,
         ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),

@@ -29,22 +29,33 @@ CREATE INDEX IF NOT EXISTS elicitations_resolved ON elicitations (resolved_at);
 """
 
 
-class SqliteStore:
-    def __init__(self, path: Path) -> None:
+class SqliteDb:
+    """One SQLite file in WAL mode, used from worker threads one statement batch at a time."""
+
+    def __init__(self, path: Path, schema: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(schema)
         self._lock = threading.Lock()
-        self._resolutions = LocalResolutions()
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def locked() -> T:
             with self._lock:
                 return fn(self._db)
 
         return await asyncio.to_thread(locked)
+
+    async def close(self) -> None:
+        await self.run(lambda db: db.close())
+
+
+class SqliteStore:
+    def __init__(self, path: Path) -> None:
+        self._file = SqliteDb(path, _SCHEMA)
+        self._run = self._file.run
+        self._resolutions = LocalResolutions()
 
     async def put(self, elicitation: Elicitation) -> None:
         row = (elicitation.id, elicitation.state.value, elicitation.expires_at.timestamp(), _dump(elicitation))
@@ -100,7 +111,7 @@ class SqliteStore:
         return self._resolutions.listen()
 
     async def close(self) -> None:
-        await self._run(lambda db: db.close())
+        await self._file.close()
 
 
 def _dump(elicitation: Elicitation) -> str:
