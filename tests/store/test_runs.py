@@ -76,3 +76,17 @@ async def test_liveness(runs: RunStore) -> None:
         await anyio.sleep(0.5)
     assert not await runs.alive("hub_a")  # memory and SQLite belong to one process: any other owner is gone
     assert not await runs.alive("hub_never")
+
+
+async def test_finished_runs_are_forgotten_after_a_while(runs: RunStore) -> None:
+    await runs.save(record("conv_old").with_(status="finished", pause=None))
+    await runs.save(record("conv_open"))
+    old = await runs.get("conv_old")
+    assert old is not None
+    if isinstance(runs, RedisRuns):
+        ttl = await runs._redis.ttl("elicithub:run:conv_old")
+        assert 0 < ttl <= 24 * 3600  # Redis expires it by itself
+        return
+    assert await runs.purge(old.updated_at - 1) == 0
+    assert await runs.purge(old.updated_at + 1) == 1
+    assert await runs.get("conv_old") is None and await runs.get("conv_open") is not None

@@ -9,6 +9,7 @@ import redis.asyncio as redis
 from elicithub.runtime.runs import RunRecord
 
 _PREFIX = "elicithub:"
+FINISHED_TTL_S = 24 * 3600
 _CLAIM = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     redis.call('SET', KEYS[1], ARGV[2])
@@ -34,6 +35,9 @@ class RedisRuns:
             pipe.set(owner, record.owner)
             if record.status == "finished":
                 pipe.srem(f"{_PREFIX}runs:unfinished", record.conversation_id)
+                # Redis forgets a finished run by itself, after the same day a finished question is kept.
+                pipe.expire(data, FINISHED_TTL_S)
+                pipe.expire(owner, FINISHED_TTL_S)
             else:
                 pipe.sadd(f"{_PREFIX}runs:unfinished", record.conversation_id)
             await pipe.execute()
@@ -52,6 +56,9 @@ class RedisRuns:
         ids = list(await self._redis.srandmember(f"{_PREFIX}runs:unfinished", limit) or [])
         records = [await self.get(str(i)) for i in ids]
         return [r for r in records if r is not None and r.status != "finished"]
+
+    async def purge(self, finished_before: float) -> int:
+        return 0  # finished runs expire by their TTL
 
     async def heartbeat(self, owner: str, ttl_s: float) -> None:
         await self._redis.set(f"{_PREFIX}alive:{owner}", "1", px=int(ttl_s * 1000))

@@ -69,6 +69,9 @@ class RunStore(Protocol):
 
     async def unfinished(self, limit: int = 1000) -> list[RunRecord]: ...
 
+    async def purge(self, finished_before: float) -> int:
+        """Forget runs that finished before this time (unix seconds)."""
+
     async def heartbeat(self, owner: str, ttl_s: float) -> None:
         """Say that `owner` (a hub process) is alive for the next `ttl_s` seconds."""
 
@@ -108,6 +111,12 @@ class MemoryRuns(_SingleProcess):
     async def unfinished(self, limit: int = 1000) -> list[RunRecord]:
         return [r for r in self._items.values() if r.status != "finished"][:limit]
 
+    async def purge(self, finished_before: float) -> int:
+        old = [k for k, r in self._items.items() if r.status == "finished" and r.updated_at < finished_before]
+        for key in old:
+            del self._items[key]
+        return len(old)
+
     async def close(self) -> None:
         self._items.clear()
 
@@ -117,6 +126,7 @@ CREATE TABLE IF NOT EXISTS runs (
     conversation_id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
     owner TEXT NOT NULL,
+    updated_at REAL NOT NULL,
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_unfinished ON runs (status);
@@ -129,8 +139,8 @@ class SqliteRuns(_SingleProcess):
         self._run = self._file.run
 
     async def save(self, record: RunRecord) -> None:
-        row = (record.conversation_id, record.status, record.owner, json.dumps(record.to_json()))
-        await self._run(lambda db: db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)", row))
+        row = (record.conversation_id, record.status, record.owner, record.updated_at, json.dumps(record.to_json()))
+        await self._run(lambda db: db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", row))
 
     async def get(self, conversation_id: str) -> RunRecord | None:
         def read(db: sqlite3.Connection) -> Any:
@@ -158,6 +168,13 @@ class SqliteRuns(_SingleProcess):
                 db.execute("COMMIT")
 
         return await self._run(cas)
+
+    async def purge(self, finished_before: float) -> int:
+        def delete(db: sqlite3.Connection) -> int:
+            cursor = db.execute("DELETE FROM runs WHERE status = 'finished' AND updated_at < ?", (finished_before,))
+            return cursor.rowcount
+
+        return await self._run(delete)
 
     async def unfinished(self, limit: int = 1000) -> list[RunRecord]:
         def read(db: sqlite3.Connection) -> list[Any]:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from datetime import timedelta
 
 from elicithub.auth.keys import Keys, load_keys
@@ -119,6 +120,7 @@ class Hub:
                 await self.conversations.recover()
                 await self.broker.expire_due()
                 await self.broker.purge(RESOLVED_RETENTION)
+                await self.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
             except Exception:
                 log.exception("sweeping elicitations failed")
 
