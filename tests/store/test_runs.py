@@ -67,6 +67,7 @@ async def test_finished_runs_are_no_longer_listed(runs: RunStore) -> None:
     await runs.save(record("conv_2"))
     await runs.save(record("conv_2").with_(status="finished", pause=None))
     assert [r.conversation_id for r in await runs.unfinished()] == ["conv_1"]
+    assert await runs.unfinished(other_than="hub_a") == []  # its own runs are not what a hub looks for
 
 
 async def test_liveness(runs: RunStore) -> None:

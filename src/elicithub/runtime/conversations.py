@@ -99,7 +99,7 @@ class Conversations:
         if self.runs is None:
             return 0
         taken = 0
-        for record in await self.runs.unfinished():
+        for record in await self.runs.unfinished(other_than=self.owner):
             if record.owner == self.owner or await self.runs.alive(record.owner):
                 continue
             if not await self.runs.claim(record.conversation_id, record.owner, self.owner):

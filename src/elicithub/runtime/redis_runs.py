@@ -52,10 +52,11 @@ class RedisRuns:
         _, owner_key = self._keys(conversation_id)
         return bool(await self._claim(keys=[owner_key], args=[expected_owner, owner]))
 
-    async def unfinished(self, limit: int = 1000) -> list[RunRecord]:
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        # A random sample: over successive sweeps every unfinished run is looked at, however many there are.
         ids = list(await self._redis.srandmember(f"{_PREFIX}runs:unfinished", limit) or [])
         records = [await self.get(str(i)) for i in ids]
-        return [r for r in records if r is not None and r.status != "finished"]
+        return [r for r in records if r is not None and r.status != "finished" and r.owner != other_than]
 
     async def purge(self, finished_before: float) -> int:
         return 0  # finished runs expire by their TTL

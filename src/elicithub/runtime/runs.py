@@ -67,7 +67,8 @@ class RunStore(Protocol):
     async def claim(self, conversation_id: str, expected_owner: str, owner: str) -> bool:
         """Take over a run from `expected_owner` (compare-and-set): of several claimants exactly one wins."""
 
-    async def unfinished(self, limit: int = 1000) -> list[RunRecord]: ...
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        """Runs not finished, preferably of owners other than `other_than` (the caller itself)."""
 
     async def purge(self, finished_before: float) -> int:
         """Forget runs that finished before this time (unix seconds)."""
@@ -108,8 +109,8 @@ class MemoryRuns(_SingleProcess):
         self._items[conversation_id] = replace(record, owner=owner)
         return True
 
-    async def unfinished(self, limit: int = 1000) -> list[RunRecord]:
-        return [r for r in self._items.values() if r.status != "finished"][:limit]
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        return [r for r in self._items.values() if r.status != "finished" and r.owner != other_than][:limit]
 
     async def purge(self, finished_before: float) -> int:
         old = [k for k, r in self._items.items() if r.status == "finished" and r.updated_at < finished_before]
@@ -176,9 +177,11 @@ class SqliteRuns(_SingleProcess):
 
         return await self._run(delete)
 
-    async def unfinished(self, limit: int = 1000) -> list[RunRecord]:
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
         def read(db: sqlite3.Connection) -> list[Any]:
-            return db.execute("SELECT data FROM runs WHERE status != 'finished' LIMIT ?", (limit,)).fetchall()
+            return db.execute(
+                "SELECT data FROM runs WHERE status != 'finished' AND owner != ? LIMIT ?", (other_than, limit)
+            ).fetchall()
 
         return [RunRecord.from_json(json.loads(row[0])) for row in await self._run(read)]
 
