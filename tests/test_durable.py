@@ -237,3 +237,23 @@ def test_a_run_that_never_paused_can_be_reattached_after_it_finished(make_hub: H
             parts = list(sse_data(response))
     assert parts[-1]["type"] == "finish"
     assert any(p["type"] == "text-delta" and "Call a tool with" in p["delta"] for p in parts)
+
+
+def test_a_fast_path_answer_leaves_the_continuation_to_a_reattached_reader(hub: RunningHub) -> None:
+    asked = asyncio.run(raise_questions(hub.url, "follower", 1))[0]
+    follower = httpx.Client(base_url=hub.url, headers=ALICE, timeout=30)
+    with follower.stream("GET", f"/run/api/conversations/{asked['conversation']}/stream") as following:
+        lines = following.iter_lines()
+        for line in lines:  # caught up: the open question has been replayed
+            if '"data-elicitation-request"' in line:
+                break
+        part = {"type": "elicitation-response", "elicitationId": asked["elicitation"], "action": "accept"}
+        part["content"] = {"region": "us-east-1"}
+        with httpx.Client(base_url=hub.url, headers=ALICE, timeout=30) as client:
+            with client.stream("POST", "/run/api/chat", json=ui_body(asked["conversation"], part)) as response:
+                answered = [p["type"] for p in sse_data(response)]
+        assert answered == ["start", "data-elicitation-resolved", "finish"]  # the continuation is not doubled here
+        rest = [json.loads(line.removeprefix("data: ")) for line in lines if line.startswith("data: {")]
+    follower.close()
+    text = "".join(p.get("delta", "") for p in rest if p["type"] == "text-delta")
+    assert text == f"Provisioned {asked['name']} in us-east-1."

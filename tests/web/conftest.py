@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
@@ -62,6 +63,23 @@ def open_page(browser: Browser) -> Iterator[OpenPage]:
     for context in contexts:
         context.close()
     assert not errors, f"the page raised: {errors}"
+
+
+class Requests:
+    """The requests a page makes (across reloads), by method and path."""
+
+    def __init__(self, page: Page) -> None:
+        self.seen: list[tuple[str, str]] = []
+        page.on("request", lambda request: self.seen.append((request.method, urlsplit(request.url).path)))
+
+    def count(self, method: str, path: str) -> int:
+        return self.seen.count((method, path))
+
+
+def conversation_path(page: Page) -> str:
+    """Where the hub serves the conversation the page shows (`/stream` after it: its run)."""
+    conversation = page.evaluate("localStorage.getItem('elicithub.conversation')")
+    return f"/run/api/conversations/{conversation}"
 
 
 def screenshot(page: Page, selector: str, name: str, *, copy_to: Path | None = None) -> None:

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from tests.conftest import HubFactory, RunningHub
-from tests.web.conftest import OpenPage, docs_copy, screenshot
+from tests.web.conftest import OpenPage, Requests, conversation_path, docs_copy, screenshot
 
 PROVISION = '/call mrtr.provision {"name":"orders"}'
 
@@ -119,24 +119,124 @@ def test_reloading_brings_back_the_conversation_and_its_open_question(hub: Runni
     page = open_page(hub)
     say(page, PROVISION)
     eid = page.locator(".prompt").get_attribute("data-elicitation-id")
+    conversation = conversation_path(page)
+    requests = Requests(page)
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     expect(page.locator(".message.user .text")).to_have_text(PROVISION)
     prompt = page.locator(".prompt")
     expect(prompt).to_have_attribute("data-elicitation-id", str(eid))
     expect(prompt).to_have_attribute("data-state", "pending")
-    wait_until_streams_closed(hub)  # the page that asked is gone, so the answer must carry the continuation
+    wait_until_streams_closed(hub)  # the page that asked is gone: only the run read again can bring the rest
 
     prompt.get_by_label("Region").select_option("us-east-1")
     prompt.get_by_role("button", name="Submit").click()
-    assistant_says(page, "Provisioned orders in us-east-1.")
+    continuation = page.locator(".message.assistant > .text", has_text="Provisioned orders in us-east-1.")
+    expect(continuation).to_have_count(1)
     expect_closed(page, ".prompt", "accepted")
+    page.wait_for_timeout(1500)  # time for anything still reading the conversation to show itself
+    expect(continuation).to_have_count(1)
+    expect(page.locator(".prompt")).to_have_count(1)
+    expect(page.locator(".tool")).to_have_count(0)  # the replayed tool step is not news: the page never showed it
+    assert requests.count("GET", conversation) == 1
+    assert requests.count("GET", f"{conversation}/stream") == 1
+    assert requests.count("POST", "/run/api/elicitation-responses") == 1
+    assert requests.count("POST", "/run/api/chat") == 0
 
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     assistant_says(page, "Provisioned orders in us-east-1.")
     expect(page.locator(".prompt")).to_have_count(0)
     page.get_by_role("button", name="New conversation").click()
+    expect(page.locator(".message")).to_have_count(0)
+
+
+def replay_through_the_question(hub: RunningHub, conversation: str) -> tuple[str, str]:
+    """The hub's own reattach stream up to and including the question's event, and that event's id."""
+    lines: list[str] = []
+    question_id = ""
+    with hub.client() as client, client.stream("GET", f"{conversation}/stream") as response:
+        for line in response.iter_lines():
+            lines.append(line)
+            if line.startswith("id: "):
+                event_id = line.removeprefix("id: ")
+            elif line.startswith("data: ") and '"data-elicitation-request"' in line:
+                question_id = event_id
+            elif line == "" and question_id:
+                break
+    return "\n".join(lines) + "\n", question_id
+
+
+def test_a_broken_reattached_stream_resumes_after_the_last_event_it_read(hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(hub)
+    say(page, PROVISION)
+    expect(page.locator(".prompt")).to_have_attribute("data-state", "pending")
+    conversation = conversation_path(page)
+    cut: list[str] = []
+    resumed_after: list[str | None] = []
+
+    def break_the_first(route: Route) -> None:
+        if cut:
+            resumed_after.append(route.request.headers.get("last-event-id"))
+            route.continue_()
+            return
+        body, question_id = replay_through_the_question(hub, conversation)
+        cut.append(question_id)
+        route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=body)  # then it ends
+
+    page.route(f"**{conversation}/stream", break_the_first)
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    prompt = page.locator(".prompt")
+    prompt.get_by_label("Region").select_option("eu-west-1")
+    prompt.get_by_role("button", name="Submit").click()
+    expect(page.locator(".message.assistant > .text", has_text="Provisioned orders in eu-west-1.")).to_have_count(1)
+    expect_closed(page, ".prompt", "accepted")
+    assert cut[0].startswith("stream_")
+    assert resumed_after == cut
+    expect(page.locator(".prompt")).to_have_count(1)
+    expect(page.locator(".tool")).to_have_count(0)
+
+
+def test_when_the_run_has_no_trace_of_the_question_the_answer_brings_the_continuation(
+    hub: RunningHub, open_page: OpenPage
+) -> None:
+    page = open_page(hub)
+    say(page, PROVISION)
+    expect(page.locator(".prompt")).to_have_attribute("data-state", "pending")
+    conversation = conversation_path(page)
+    requests = Requests(page)
+
+    def a_run_without_it(route: Route) -> None:
+        # Marked now, before the page reads on: the page shows the conversation afresh once this run has ended.
+        page.evaluate("document.querySelector('.prompt').dataset.before = 'yes'")
+        body = 'data: {"type":"start"}\n\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n'
+        route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=body)
+
+    page.route(f"**{conversation}/stream", a_run_without_it)
+    with page.expect_response(lambda r: r.url.endswith(conversation) and requests.count("GET", conversation) == 2):
+        page.reload()
+    expect(page.locator(".prompt[data-before]")).to_have_count(0)
+    wait_until_streams_closed(hub)  # nothing of this page carries the run now: the answer must bring the rest
+    prompt = page.locator(".prompt")
+    prompt.get_by_label("Region").select_option("us-east-1")
+    prompt.get_by_role("button", name="Submit").click()
+    expect(page.locator(".message.assistant > .text", has_text="Provisioned orders in us-east-1.")).to_have_count(1)
+    expect_closed(page, ".prompt", "accepted")
+    assert requests.count("GET", f"{conversation}/stream") == 1
+    assert requests.count("POST", "/run/api/chat") == 1
+    assert requests.count("GET", conversation) == 2
+
+
+def test_a_new_conversation_stops_reading_the_old_run(hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(hub)
+    say(page, PROVISION)
+    expect(page.locator(".prompt")).to_have_attribute("data-state", "pending")
+    run = f"{conversation_path(page)}/stream"
+    with page.expect_response(lambda r: r.url.endswith(run)):
+        page.reload()
+    with page.expect_event("requestfailed", lambda r: r.url.endswith(run)):
+        page.get_by_role("button", name="New conversation").click()
     expect(page.locator(".message")).to_have_count(0)
 
 

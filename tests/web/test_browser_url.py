@@ -18,7 +18,7 @@ from playwright.sync_api import Page, Route, expect
 
 from tests.auth.conftest import TrackerProcess, tracker_entry
 from tests.conftest import HubFactory, RunningHub
-from tests.web.conftest import OpenPage, screenshot
+from tests.web.conftest import OpenPage, Requests, conversation_path, screenshot
 
 LIST_ISSUES = "/call tracker.list_issues {}"
 
@@ -124,6 +124,8 @@ def test_after_a_reload_the_sign_in_still_completes_and_its_result_shows(
     page = open_page(hub)
     say(page, LIST_ISSUES)
     expect(page.locator(".prompt-url")).to_have_attribute("data-state", "pending")
+    conversation = conversation_path(page)
+    requests = Requests(page)
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     prompt = page.locator(".prompt-url")
@@ -132,8 +134,15 @@ def test_after_a_reload_the_sign_in_still_completes_and_its_result_shows(
     with opened.value.expect_event("close"):
         opened.value.get_by_role("button", name="Allow").click()
     expect(prompt).to_have_attribute("data-state", "accepted")
-    # The run's stream went with the old page; the widget reads the conversation until the result is in.
-    expect(page.locator(".message.assistant > .text")).to_contain_text("issue")
+    # The run's stream went with the old page; the widget reads the run again and the result comes on that.
+    result = page.locator(".message.assistant > .text", has_text="You have")
+    expect(result).to_have_count(1)
+    expect(result).to_contain_text("issue")
+    expect(page.locator(".message.assistant > .text", has_text="Tool error")).to_have_count(0)
+    expect(page.locator(".prompt")).to_have_count(1)
+    assert requests.count("GET", conversation) == 1
+    assert requests.count("GET", f"{conversation}/stream") == 1
+    assert requests.count("POST", "/run/api/chat") == 0
 
 
 def test_dismiss_ends_the_call_without_the_account(
@@ -238,6 +247,8 @@ def test_dismiss_after_the_stream_ended_declines_through_the_chat(hub: RunningHu
     page = open_page(hub)
     answers: list[dict[str, Any]] = []
     stand_in_hub(page, url_event("https://auth.example.com/authorize"), answers)
+    # The stream broke off before the run's end, and the hub knows no such run to read again.
+    expect(page.locator(".message.assistant .error")).to_have_text("The connection to the hub was lost.")
     prompt = page.locator(".prompt-url")
     prompt.get_by_role("button", name="Dismiss").click()
     expect(prompt).to_have_attribute("data-state", "declined")

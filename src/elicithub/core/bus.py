@@ -67,8 +67,14 @@ class EventBus(Generic[T]):
     def subscribers(self, key: str) -> int:
         return len(self._queues.get(key, ()))
 
+    def followers(self, key: str) -> int:
+        return len(self._followers.get(key, ()))
+
     def total_subscribers(self) -> int:
         return sum(len(queues) for queues in self._queues.values())
+
+    def total_followers(self) -> int:
+        return sum(len(queues) for queues in self._followers.values())
 
     @asynccontextmanager
     async def subscribe(self, key: str) -> AsyncIterator[asyncio.Queue[T]]:

@@ -97,6 +97,7 @@ async def healthz(hub: HubDep) -> dict[str, Any]:
         "status": "ok",
         "pendingElicitations": hub.broker.pending_here(),
         "openStreams": hub.bus.total_subscribers(),
+        "reattachedStreams": hub.bus.total_followers(),
     }
 
 
@@ -147,7 +148,8 @@ async def _answer_in_chat(
     headers = {**headers, "x-conversation-id": elicitation.conversation_id}
     stack = AsyncExitStack()
     queue = None
-    if hub.bus.subscribers(elicitation.stream_id) == 0 and hub.conversations.running_on(
+    readers = hub.bus.subscribers(elicitation.stream_id) + hub.bus.followers(elicitation.stream_id)
+    if readers == 0 and hub.conversations.running_on(
         elicitation.conversation_id, elicitation.stream_id
     ):
         queue = await stack.enter_async_context(hub.bus.subscribe(elicitation.stream_id))
