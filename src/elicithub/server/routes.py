@@ -149,9 +149,7 @@ async def _answer_in_chat(
     stack = AsyncExitStack()
     queue = None
     readers = hub.bus.subscribers(elicitation.stream_id) + hub.bus.followers(elicitation.stream_id)
-    if readers == 0 and hub.conversations.running_on(
-        elicitation.conversation_id, elicitation.stream_id
-    ):
+    if readers == 0 and hub.conversations.running_on(elicitation.conversation_id, elicitation.stream_id):
         queue = await stack.enter_async_context(hub.bus.subscribe(elicitation.stream_id))
     try:
         resolution = await hub.broker.respond(elicitation.id, Answer(message.action, message.content), user)
