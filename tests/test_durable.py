@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,27 @@ from tests.test_scale_out import ServedHub
 
 N = 100
 ALICE = {"authorization": "Bearer alice-secret", "x-supports-elicitation": "true"}
+
+
+Serve = Callable[[Path, str], ServedHub]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    """Start `elicithub serve` processes; whatever happens in the test, none outlives it."""
+    started: list[ServedHub] = []
+
+    def start(config: Path, name: str) -> ServedHub:
+        hub = ServedHub(config, tmp_path / f"{name}.log")
+        started.append(hub)
+        hub.wait()
+        return hub
+
+    yield start
+    for hub in started:
+        if hub.process.poll() is None:
+            hub.process.kill()
+            hub.process.wait()
 
 
 def write_config(workdir: Path, store_url: str, legacy: McpProcess, mrtr: McpProcess, **extra: Any) -> Path:
@@ -108,6 +130,7 @@ def check_all_completed_once(url: str, asked: list[dict[str, str]], legacy: McpP
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 def test_kill_9_with_100_pending_then_restart_and_answer_all(
     store: str,
+    serve: Serve,
     tmp_path: Path,
     legacy_server: McpProcess,
     mrtr_server: McpProcess,
@@ -120,15 +143,13 @@ def test_kill_9_with_100_pending_then_restart_and_answer_all(
     else:
         url = f"sqlite:///{tmp_path / 'hub.db'}"
     config = write_config(tmp_path, url, legacy_server, mrtr_server)
-    first = ServedHub(config, tmp_path / "first.log")
-    first.wait()
+    first = serve(config, "first")
     asked = asyncio.run(raise_questions(first.url, f"k9{store}", N))
     assert len({q["elicitation"] for q in asked}) == N
     first.process.kill()  # SIGKILL: no shutdown, nothing cancelled
     first.process.wait()
 
-    second = ServedHub(config, tmp_path / "second.log")
-    second.wait()
+    second = serve(config, "second")
     try:
         # What was open is still open: the reloaded page's view of a conversation shows it.
         with httpx.Client(base_url=second.url, headers=ALICE) as client:
@@ -142,14 +163,12 @@ def test_kill_9_with_100_pending_then_restart_and_answer_all(
 
 
 def test_a_surviving_instance_takes_over_the_runs_of_one_that_died(
-    tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess, redis_server: RedisServer
+    serve: Serve, tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess, redis_server: RedisServer
 ) -> None:
     with redis_server.client(3) as client:
         client.flushdb()
     config = write_config(tmp_path, redis_server.url(3), legacy_server, mrtr_server)
-    a, b = ServedHub(config, tmp_path / "a.log"), ServedHub(config, tmp_path / "b.log")
-    a.wait()
-    b.wait()
+    a, b = serve(config, "a"), serve(config, "b")
     try:
         asked = asyncio.run(raise_questions(a.url, "takeover", 10))
         a.process.kill()
@@ -162,16 +181,14 @@ def test_a_surviving_instance_takes_over_the_runs_of_one_that_died(
 
 @pytest.mark.parametrize("stop", ["kill", "terminate"])
 def test_after_a_restart_the_fast_path_streams_the_continuation(
-    stop: str, tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess
+    stop: str, serve: Serve, tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess
 ) -> None:
     config = write_config(tmp_path, f"sqlite:///{tmp_path / 'hub.db'}", legacy_server, mrtr_server)
-    first = ServedHub(config, tmp_path / "first.log")
-    first.wait()
+    first = serve(config, "first")
     asked = asyncio.run(raise_questions(first.url, f"fast{stop}", 2))
     getattr(first.process, stop)()  # SIGKILL, or SIGTERM: a graceful shutdown keeps the questions open too
     first.process.wait(timeout=20)
-    second = ServedHub(config, tmp_path / "second.log")
-    second.wait()
+    second = serve(config, "second")
     try:
         for q in asked:  # one 2026-07-28 call (retried with its requestState), one 2025-11-25 call (run again)
             part = {

@@ -124,7 +124,9 @@ class RedisKV:
         await self._redis.delete(f"elicithub:vault:{key}")
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        from elicithub.store.redis import bounded_close
+
+        await bounded_close(self._redis.aclose())
 
 
 def _as_bytes(value: bytes | str) -> bytes:

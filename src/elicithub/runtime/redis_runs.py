@@ -7,6 +7,7 @@ import json
 import redis.asyncio as redis
 
 from elicithub.runtime.runs import RunRecord
+from elicithub.store.redis import bounded_close
 
 _PREFIX = "elicithub:"
 FINISHED_TTL_S = 24 * 3600
@@ -68,4 +69,4 @@ class RedisRuns:
         return bool(await self._redis.exists(f"{_PREFIX}alive:{owner}"))
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await bounded_close(self._redis.aclose())

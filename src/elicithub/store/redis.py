@@ -7,16 +7,22 @@ is a compare-and-set in one Lua script, which also publishes the id on a channel
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Awaitable
 from datetime import datetime, timedelta
 from typing import cast
 
 import redis.asyncio as redis
+from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved, utcnow
+
+log = logging.getLogger(__name__)
 
 PREFIX = "elicithub:"
 PENDING = f"{PREFIX}pending"
@@ -118,14 +124,22 @@ class RedisStore:
         pubsub = self._redis.pubsub()
         try:
             await pubsub.subscribe(self._channel)
-            async for message in pubsub.listen():
+            task = asyncio.current_task()
+            while True:
+                # Poll with a bounded read, and stop when our task is being cancelled: a read blocked inside
+                # redis-py's listen() can swallow the cancellation and wait forever (seen at shutdown).
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError
+                message = await pubsub.get_message(timeout=LISTEN_POLL_S)
+                if message is None:
+                    continue
                 # A subscribe confirmation comes first and again after each reconnection (redis-py resubscribes).
                 yield None if message["type"] == "subscribe" else str(message["data"])
         finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await _closed(pubsub)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await bounded_close(self._redis.aclose())
 
 
 def _dump(elicitation: Elicitation) -> str:
@@ -134,3 +148,24 @@ def _dump(elicitation: Elicitation) -> str:
 
 def _load(data: str | bytes) -> Elicitation:
     return Elicitation.from_json(json.loads(data))
+
+
+CLOSE_TIMEOUT_S = 2.0
+LISTEN_POLL_S = 1.0
+
+
+async def bounded_close(closing: Awaitable[object]) -> None:
+    """Closing a redis-py connection can wait forever for the socket (redis/redis-py#3941): never more than 2 s."""
+    try:
+        await asyncio.wait_for(closing, CLOSE_TIMEOUT_S)
+    except (TimeoutError, OSError, redis.RedisError):
+        log.warning("closing a Redis connection did not finish cleanly; dropped it")
+
+
+async def _closed(pubsub: PubSub) -> None:
+    connection = pubsub.connection
+    if connection is not None:
+        # Drop the socket without waiting for it to close: the wait is where redis-py can hang.
+        with contextlib.suppress(OSError, redis.RedisError):
+            await connection.disconnect(nowait=True)
+    await bounded_close(pubsub.aclose())  # type: ignore[no-untyped-call]
