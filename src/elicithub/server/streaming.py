@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Protocol
 
@@ -18,6 +18,10 @@ class Writer(Protocol):
     def write(self, event: StreamEvent) -> list[str]: ...
 
 
+Next = Callable[[], Awaitable[tuple[str | None, StreamEvent]]]
+"""The next event to write, with its SSE id (None: no id)."""
+
+
 def sse(
     writer: Writer,
     events: asyncio.Queue[StreamEvent] | list[StreamEvent],
@@ -28,21 +32,10 @@ def sse(
 ) -> EventSourceResponse:
     """An SSE response that writes events until RunFinished, with keep-alive comments while idle."""
 
-    async def body() -> AsyncIterator[ServerSentEvent]:
-        try:
-            for line in writer.start():
-                yield ServerSentEvent(data=line)
-            while True:
-                event = events.pop(0) if isinstance(events, list) else await events.get()
-                for line in writer.write(event):
-                    yield ServerSentEvent(data=line)
-                if isinstance(event, RunFinished):
-                    return
-        finally:
-            if cleanup is not None:
-                await cleanup.aclose()
+    async def next_event() -> tuple[str | None, StreamEvent]:
+        return None, events.pop(0) if isinstance(events, list) else await events.get()
 
-    return _response(body(), keepalive_s, headers)
+    return _response(_body(writer, next_event, cleanup), keepalive_s, headers)
 
 
 def sse_followed(
@@ -56,21 +49,26 @@ def sse_followed(
 ) -> EventSourceResponse:
     """Like `sse`, with an `id:` on every event (`STREAM:SEQ`) so a reader can resume after `Last-Event-ID`."""
 
-    async def body() -> AsyncIterator[ServerSentEvent]:
-        try:
-            for line in writer.start():
-                yield ServerSentEvent(data=line)
-            while True:
-                seq, event = await events.get()
-                for line in writer.write(event):
-                    yield ServerSentEvent(data=line, id=f"{stream_id}:{seq}")
-                if isinstance(event, RunFinished):
-                    return
-        finally:
-            if cleanup is not None:
-                await cleanup.aclose()
+    async def next_event() -> tuple[str | None, StreamEvent]:
+        seq, event = await events.get()
+        return f"{stream_id}:{seq}", event
 
-    return _response(body(), keepalive_s, headers)
+    return _response(_body(writer, next_event, cleanup), keepalive_s, headers)
+
+
+async def _body(writer: Writer, next_event: Next, cleanup: AsyncExitStack | None) -> AsyncIterator[ServerSentEvent]:
+    try:
+        for line in writer.start():
+            yield ServerSentEvent(data=line)
+        while True:
+            event_id, event = await next_event()
+            for line in writer.write(event):
+                yield ServerSentEvent(data=line, id=event_id)
+            if isinstance(event, RunFinished):
+                return
+    finally:
+        if cleanup is not None:
+            await cleanup.aclose()
 
 
 def _response(
