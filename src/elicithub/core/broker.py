@@ -30,6 +30,8 @@ from elicithub.store.base import Store
 
 log = logging.getLogger(__name__)
 
+LISTENER_STOP_S = 3.0
+
 
 @dataclass(frozen=True)
 class Resolution:
@@ -64,8 +66,11 @@ class Broker:
     async def close(self) -> None:
         if self._listener is not None:
             self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
+            # A store client may swallow the cancellation while it reads; never let that hold up a shutdown.
+            # Such a listener ends when its store closes.
+            done, _ = await asyncio.wait({self._listener}, timeout=LISTENER_STOP_S)
+            if not done:
+                log.warning("the store listener did not stop within %g s; it ends with the store", LISTENER_STOP_S)
             self._listener = None
 
     async def request(self, elicitation: Elicitation) -> Resolution:

@@ -67,6 +67,7 @@ class RedisStore:
         # Pub/sub channels are not per database, so the database is part of the channel's name.
         db = pool.connection_kwargs.get("db", 0)
         self._channel = f"{PREFIX}{db}:resolutions"
+        self._closing = False
         self._transition = self._redis.register_script(_TRANSITION)
 
     async def put(self, elicitation: Elicitation) -> None:
@@ -128,6 +129,8 @@ class RedisStore:
             while True:
                 # Poll with a bounded read, and stop when our task is being cancelled: a read blocked inside
                 # redis-py's listen() can swallow the cancellation and wait forever (seen at shutdown).
+                if self._closing:
+                    return
                 if task is not None and task.cancelling():
                     raise asyncio.CancelledError
                 message = await pubsub.get_message(timeout=LISTEN_POLL_S)
@@ -139,6 +142,7 @@ class RedisStore:
             await _closed(pubsub)
 
     async def close(self) -> None:
+        self._closing = True  # listeners stop at their next poll, even one whose cancellation was swallowed
         await bounded_close(self._redis.aclose())
 
 
