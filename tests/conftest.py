@@ -99,7 +99,8 @@ class RunningHub(HubAddress):
     def __init__(self, config: Config, port: int | None = None) -> None:
         super().__init__(port or free_port())
         self.config = config
-        app = create_app(config)
+        # Named like `elicithub serve` names itself (host:port), so a hub restarted on this port is the same one.
+        app = create_app(config, Hub(config, instance=f"127.0.0.1:{self.port}"))
         self.hub: Hub = app.state.hub
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)

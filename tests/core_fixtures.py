@@ -12,8 +12,12 @@ from typing import Any
 import pytest
 import redis
 
+from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import Elicitation
+from elicithub.core.events import StreamEvent
+
 from elicithub.store import MemoryStore, RedisStore, SqliteStore
-from elicithub.store.base import Store
+from elicithub.core.ports import ElicitationStore as Store
 from tests.conftest import free_port, wait_for_port
 
 SCHEMA: dict[str, Any] = {
@@ -81,3 +85,13 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         opened = RedisStore(request.getfixturevalue("redis_url"))
     yield opened
     await opened.close()
+
+
+class BusSink:
+    """The broker's event sink, in memory: each run's events on an EventBus keyed by run id, for tests to read."""
+
+    def __init__(self) -> None:
+        self.bus: EventBus[StreamEvent] = EventBus()
+
+    async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
+        self.bus.publish(elicitation.run_id, event)

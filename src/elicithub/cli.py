@@ -27,11 +27,21 @@ def serve(
     config: Annotated[Path | None, typer.Option("--config", help="YAML config; embedded defaults without it.")] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8700,
+    instance: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ELICITHUB_INSTANCE",
+            help="This hub's name among hubs sharing a store (default: host:port); keep it across restarts.",
+        ),
+    ] = None,
 ) -> None:
     """Run the hub."""
+    import socket
+
     import uvicorn
 
     from elicithub.server.app import create_app
+    from elicithub.server.hub import Hub
 
     loaded = _load(config)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -43,7 +53,8 @@ def serve(
     if loaded.demo.enabled:
         typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
     # Open chat streams must not hold a shutdown forever: their runs are on record and resume after a restart.
-    uvicorn.run(create_app(loaded), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+    hub = Hub(loaded, instance=instance or f"{socket.gethostname()}:{port}")
+    uvicorn.run(create_app(loaded, hub), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
 
 
 @config_app.command("check")

@@ -58,6 +58,13 @@ class StreamsConfig(_Strict):
     keepalive_s: float = Field(default=15, gt=0)
 
 
+class ConversationsConfig(_Strict):
+    """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
+
+    retention_s: float = Field(default=7 * 24 * 3600, gt=0)
+    max_events: int = Field(default=1000, ge=100, le=100_000)
+
+
 class OAuthConfig(_Strict):
     """A pre-registered OAuth client; endpoints are discovered (RFC 9728, RFC 8414) unless given here."""
 
@@ -138,6 +145,7 @@ class Config(_Strict):
     users: list[UserConfig] = []
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
+    conversations: ConversationsConfig = ConversationsConfig()
     mcp_servers: list[McpServerConfig] = []
     secrets: SecretsConfig = SecretsConfig()
     demo: DemoConfig = DemoConfig()

@@ -17,7 +17,7 @@ import pytest
 from elicithub.auth.vault import Credential
 from tests.auth.conftest import Browser, TrackerProcess, bearer, tracker_entry
 from tests.conftest import HubFactory, RunningHub
-from tests.test_chat_openai import chat, conversation, items
+from tests.server.test_chat_openai import chat, conversation, items
 
 CALL = "/call tracker.list_issues {}"
 NOT_PROVIDED = "Tool error: Authentication required but not provided."

@@ -13,19 +13,19 @@ import pytest
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitation, utcnow
-from elicithub.core.errors import AlreadyResolved, Expired, InvalidContent, NotFound
+from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.schema import FieldError
 from elicithub.store import MemoryStore
-from elicithub.store.base import Store
-from tests.core_fixtures import SCHEMA
+from elicithub.core.ports import ElicitationStore as Store
+from tests.core_fixtures import BusSink, SCHEMA
 
 EU = Answer("accept", {"region": "eu"})
 
 
 @pytest.fixture
 async def broker(store: Store) -> AsyncIterator[Broker]:
-    started = Broker(store, EventBus[StreamEvent]())
+    started = Broker(store, BusSink())
     await started.start()
     yield started
     await started.close()
@@ -38,7 +38,7 @@ def question(timeout_s: float = 60, **overrides: Any) -> Elicitation:
     values: dict[str, Any] = {
         "conversation_id": "conv_1",
         "user_id": "alice",
-        "stream_id": f"stream_{next(_streams)}",
+        "run_id": f"stream_{next(_streams)}",
         "mode": "form",
         "message": "Which region?",
         "requested_schema": SCHEMA,
@@ -50,7 +50,7 @@ def question(timeout_s: float = 60, **overrides: Any) -> Elicitation:
 
 async def start(broker: Broker, elicitation: Elicitation) -> asyncio.Task[Resolution]:
     """Start a waiting request in its own task and return once it has been published."""
-    async with broker.bus.subscribe(elicitation.stream_id) as queue:
+    async with broker.events.bus.subscribe(elicitation.run_id) as queue:
         task = asyncio.create_task(broker.request(elicitation))
         with anyio.fail_after(5):
             event = await queue.get()
@@ -79,7 +79,7 @@ async def state_of(store: Store, elicitation_id: str) -> State:
 @pytest.mark.anyio
 async def test_request_publishes_on_its_stream_and_returns_the_answer(broker: Broker) -> None:
     e = question()
-    async with broker.bus.subscribe(e.stream_id) as mine, broker.bus.subscribe("other") as other:
+    async with broker.events.bus.subscribe(e.run_id) as mine, broker.events.bus.subscribe("other") as other:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             assert await mine.get() == ElicitationRequested(e)
@@ -145,7 +145,7 @@ async def test_respond_to_what_is_not_yours_is_not_found(
     target = which or e.id
     with pytest.raises(NotFound) as excinfo:
         await broker.respond(target, EU, user_id, conversation_id)
-    assert excinfo.value.status == 404
+    assert excinfo.value.code == "not_found"
     assert target in str(excinfo.value)
     with pytest.raises(NotFound):
         await broker.lookup(target, user_id, conversation_id)
@@ -159,13 +159,13 @@ async def test_respond_to_what_is_not_yours_is_not_found(
 @pytest.mark.anyio
 async def test_invalid_content_keeps_it_pending_then_a_valid_answer_works(broker: Broker) -> None:
     e = question()
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             await queue.get()
         with pytest.raises(InvalidContent) as excinfo:
             await broker.respond(e.id, Answer("accept", {"region": "mars", "replicas": 0}), "alice")
-        assert excinfo.value.status == 422
+        assert excinfo.value.code == "invalid_content"
         assert {error.field for error in excinfo.value.errors} == {"region", "replicas"}
         with pytest.raises(InvalidContent) as excinfo:
             await broker.respond(e.id, Answer("accept", {}), "alice")
@@ -183,7 +183,7 @@ async def test_invalid_content_keeps_it_pending_then_a_valid_answer_works(broker
 @pytest.mark.anyio
 async def test_same_answer_again_returns_the_same_outcome(broker: Broker) -> None:
     e = question()
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             await queue.get()
@@ -203,7 +203,7 @@ async def test_second_conflicting_answer_is_already_resolved(broker: Broker, sec
     await broker.respond(e.id, EU, "alice")
     with pytest.raises(AlreadyResolved) as excinfo:
         await broker.respond(e.id, second, "alice")
-    assert excinfo.value.status == 409
+    assert excinfo.value.code == "already_resolved"
     assert await finish(task) == Resolution(e.id, "accepted", {"region": "eu"})
     stored = await broker.store.get(e.id)
     assert stored is not None and stored.answer == EU
@@ -212,7 +212,7 @@ async def test_second_conflicting_answer_is_already_resolved(broker: Broker, sec
 @pytest.mark.anyio
 async def test_unanswered_request_expires_at_its_timeout(broker: Broker) -> None:
     e = question(timeout_s=0.2)
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         with anyio.fail_after(5):
             resolution = await broker.request(e)
         assert resolution == Resolution(e.id, "expired", None)
@@ -229,7 +229,7 @@ async def test_respond_after_expiry_is_expired(broker: Broker) -> None:
     for answer in (EU, Answer("decline"), Answer("cancel")):
         with pytest.raises(Expired) as excinfo:
             await broker.respond(e.id, answer, "alice")
-        assert excinfo.value.status == 410
+        assert excinfo.value.code == "expired"
     assert await state_of(broker.store, e.id) is State.EXPIRED
 
 
@@ -237,7 +237,7 @@ async def test_respond_after_expiry_is_expired(broker: Broker) -> None:
 async def test_respond_past_deadline_without_waiter_expires_it(broker: Broker) -> None:
     e = question(timeout_s=-1)
     await broker.store.put(e)
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         with pytest.raises(Expired):
             await broker.respond(e.id, EU, "alice")
         assert drain(queue) == [ElicitationResolved(e.id, "expired")]
@@ -247,7 +247,7 @@ async def test_respond_past_deadline_without_waiter_expires_it(broker: Broker) -
 @pytest.mark.anyio
 async def test_cancelling_the_waiting_task_cancels_the_elicitation(broker: Broker) -> None:
     e = question()
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             await queue.get()
@@ -269,7 +269,7 @@ async def test_cancelling_through_an_anyio_cancel_scope_cancels_the_elicitation(
     # anyio (used by the MCP SDK and Starlette) re-delivers cancellation until the task ends, so the cleanup in
     # request() must be finished, not merely started, by the time the cancelled task is done.
     e = question()
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         async with anyio.create_task_group() as group:
             group.start_soon(broker.request, e)
             with anyio.fail_after(5):
@@ -295,12 +295,12 @@ async def test_cancelling_a_request_while_it_is_being_stored_raises_cancelled(br
 
 
 @pytest.mark.anyio
-async def test_cancel_stream_cancels_every_pending_question_of_that_stream_only(broker: Broker) -> None:
-    a1, a2 = question(stream_id="stream_a"), question(stream_id="stream_a")
-    b = question(stream_id="stream_b")
+async def test_cancel_cancels_the_named_pending_questions_only(broker: Broker) -> None:
+    a1, a2 = question(run_id="stream_a"), question(run_id="stream_a")
+    b = question(run_id="stream_b")
     t1, t2, tb = await start(broker, a1), await start(broker, a2), await start(broker, b)
-    async with broker.bus.subscribe("stream_a") as on_a, broker.bus.subscribe("stream_b") as on_b:
-        await broker.cancel_stream("stream_a")
+    async with broker.events.bus.subscribe("stream_a") as on_a, broker.events.bus.subscribe("stream_b") as on_b:
+        await broker.cancel([a1.id, a2.id])
         assert await finish(t1) == Resolution(a1.id, "cancelled", None)
         assert await finish(t2) == Resolution(a2.id, "cancelled", None)
         assert sorted(drain(on_a), key=repr) == sorted(
@@ -311,7 +311,7 @@ async def test_cancel_stream_cancels_every_pending_question_of_that_stream_only(
     assert await state_of(broker.store, a2.id) is State.CANCELLED
     assert await state_of(broker.store, b.id) is State.PENDING
     assert not tb.done()
-    await broker.cancel_stream("stream_unknown")
+    await broker.cancel(["eli_unknown"])  # unknown ids are passed over
     assert await broker.respond(b.id, EU, "alice") == Resolution(b.id, "accepted", {"region": "eu"})
     assert (await finish(tb)).outcome == "accepted"
 
@@ -325,7 +325,7 @@ async def test_expire_due_expires_stored_pending_questions_past_their_deadline(b
         await broker.store.put(e)
     assert await broker.store.transition(answered.id, State.DECLINED, Answer("decline"), utcnow())
 
-    async with broker.bus.subscribe(due.stream_id) as queue:
+    async with broker.events.bus.subscribe(due.run_id) as queue:
         assert await broker.expire_due() == 1
         assert drain(queue) == [ElicitationResolved(due.id, "expired")]
     assert await state_of(broker.store, due.id) is State.EXPIRED
@@ -366,8 +366,8 @@ async def test_purge_forgets_old_resolved_questions_only(broker: Broker) -> None
 
 @pytest.mark.anyio
 async def test_request_all_ends_each_question_independently(broker: Broker) -> None:
-    first, second = question(stream_id="stream_all"), question(stream_id="stream_all", timeout_s=0.2)
-    async with broker.bus.subscribe("stream_all") as queue:
+    first, second = question(run_id="stream_all"), question(run_id="stream_all", timeout_s=0.2)
+    async with broker.events.bus.subscribe("stream_all") as queue:
         task = asyncio.create_task(broker.request_all([first, second]))
         with anyio.fail_after(5):
             await queue.get()
@@ -381,7 +381,7 @@ async def test_request_all_ends_each_question_independently(broker: Broker) -> N
 @pytest.mark.anyio
 async def test_fifty_concurrent_different_answers_exactly_one_wins(broker: Broker) -> None:
     e = question()
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             await queue.get()
@@ -418,7 +418,7 @@ async def test_fifty_concurrent_identical_answers_all_succeed(broker: Broker) ->
 @pytest.mark.parametrize("offset_ms", [-4, -2, -1, 0, 1, 2, 4])
 async def test_respond_racing_expiry_at_the_deadline_ends_in_exactly_one_state(broker: Broker, offset_ms: int) -> None:
     e = question(timeout_s=0.05)
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             await queue.get()
@@ -461,7 +461,7 @@ async def test_late_answer_that_lost_to_an_earlier_answer_is_judged_against_the_
     # client retry) reads the still-pending row; A's compare-and-set commits; B decides Expire. The elicitation
     # ended accepted, so B must get the idempotent 200 outcome, not 410 "expired; the tool call was not completed".
     store = StaleReadStore()
-    broker = Broker(store, EventBus[StreamEvent]())
+    broker = Broker(store, BusSink())
     e = question(timeout_s=-1)
     await store.put(e)
     store.stale[e.id] = e  # what B read

@@ -19,12 +19,12 @@ import pytest
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Answer, State, utcnow
-from elicithub.core.errors import AlreadyResolved, Expired, NotFound
+from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.store import RedisStore
-from elicithub.store.base import Store
+from elicithub.core.ports import ElicitationStore as Store
 from tests.core.test_broker import EU, drain, finish, question, state_of
-from tests.core_fixtures import RedisServer
+from tests.core_fixtures import BusSink, RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ class Pair:
 @pytest.fixture
 async def pair(store: Store, request: pytest.FixtureRequest) -> AsyncIterator[Pair]:
     other = RedisStore(request.getfixturevalue("redis_url")) if isinstance(store, RedisStore) else store
-    here, there = Broker(store, EventBus[StreamEvent]()), Broker(other, EventBus[StreamEvent]())
+    here, there = Broker(store, BusSink()), Broker(other, BusSink())
     await here.start()
     await there.start()
     async with AsyncExitStack() as subscriptions:
@@ -56,7 +56,7 @@ Waiting = tuple[asyncio.Task[Resolution], asyncio.Queue[StreamEvent], str]
 async def wait_here(pair: Pair, **overrides: Any) -> Waiting:
     """Start a waiting request on `here`; returns its task, a subscription to its stream, and its id."""
     e = question(**overrides)
-    queue = await pair.subscriptions.enter_async_context(pair.here.bus.subscribe(e.stream_id))
+    queue = await pair.subscriptions.enter_async_context(pair.here.events.bus.subscribe(e.run_id))
     task = asyncio.create_task(pair.here.request(e))
     with anyio.fail_after(5):
         assert await queue.get() == ElicitationRequested(e)
@@ -66,7 +66,7 @@ async def wait_here(pair: Pair, **overrides: Any) -> Waiting:
 async def test_an_answer_taken_by_the_other_broker_wakes_the_waiter_with_its_content(pair: Pair) -> None:
     task, queue, eid = await wait_here(pair)
     there_stream = await pair.there.lookup(eid, "alice")
-    async with pair.there.bus.subscribe(there_stream.stream_id) as there_queue:
+    async with pair.there.events.bus.subscribe(there_stream.run_id) as there_queue:
         answer = Answer("accept", {"region": "us", "replicas": 2})
         taken = await pair.there.respond(eid, answer, "alice", "conv_1")
         assert taken == Resolution(eid, "accepted", {"region": "us", "replicas": 2})
@@ -146,8 +146,8 @@ async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_o
     # An answer stored while this broker's subscription was down (simulated: the JSON written without a notice),
     # then the subscription connection dies and redis-py subscribes again: the broker re-reads its waiters.
     store, writer = RedisStore(redis_url), RedisStore(redis_url)
-    broker = Broker(store, EventBus[StreamEvent]())
-    pair = Pair(broker, Broker(writer, EventBus[StreamEvent]()), AsyncExitStack())
+    broker = Broker(store, BusSink())
+    pair = Pair(broker, Broker(writer, BusSink()), AsyncExitStack())
     await broker.start()
     try:
         task, queue, eid = await wait_here(pair)

@@ -32,7 +32,7 @@ def form(**overrides: Any) -> Elicitation:
     values: dict[str, Any] = {
         "conversation_id": "conv_1",
         "user_id": "alice",
-        "stream_id": "stream_1",
+        "run_id": "run_1",
         "mode": "form",
         "message": "Which region?",
         "requested_schema": SCHEMA,
@@ -55,7 +55,7 @@ def settle(elicitation: Elicitation, answer: Answer) -> Elicitation:
 
 def test_new_elicitation_is_pending_with_deadline_from_timeout() -> None:
     e = new_elicitation(
-        conversation_id="c", user_id="u", stream_id="s", mode="form", message="m", timeout_s=30, requested_schema=SCHEMA
+        conversation_id="c", user_id="u", run_id="s", mode="form", message="m", timeout_s=30, requested_schema=SCHEMA
     )
     assert e.state is State.PENDING
     assert e.outcome is None
@@ -67,7 +67,7 @@ def test_new_elicitation_is_pending_with_deadline_from_timeout() -> None:
 
 def test_new_elicitations_get_distinct_ids() -> None:
     ids = {
-        new_elicitation(conversation_id="c", user_id="u", stream_id="s", mode="url", message="m", timeout_s=1).id
+        new_elicitation(conversation_id="c", user_id="u", run_id="s", mode="url", message="m", timeout_s=1).id
         for _ in range(100)
     }
     assert len(ids) == 100

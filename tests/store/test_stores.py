@@ -13,7 +13,7 @@ import pytest
 
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_store
-from elicithub.store.base import Store
+from elicithub.core.ports import ElicitationStore as Store
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

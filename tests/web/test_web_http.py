@@ -9,7 +9,7 @@ from itsdangerous import URLSafeTimedSerializer
 
 from elicithub.server.identity import SESSION_COOKIE
 from tests.conftest import HubFactory, RunningHub
-from tests.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
+from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 from tests.web.conftest import session_cookie
 
 

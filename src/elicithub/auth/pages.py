@@ -17,7 +17,7 @@ from elicithub.auth.links import BadLink
 from elicithub.auth.oauth import OAuthProblem
 from elicithub.auth.vault import SignIn
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
-from elicithub.core.errors import ElicitationError
+from elicithub.errors import HubError
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ async def _settle(request: Request, elicitation: Elicitation, action: str) -> st
     hub = request.app.state.hub
     try:
         resolution = await hub.broker.respond(elicitation.id, Answer(action), elicitation.user_id)  # type: ignore[arg-type]
-    except ElicitationError:
+    except HubError:
         current = await hub.store.get(elicitation.id)
         return current.outcome if current is not None and current.outcome else "expired"
     return str(resolution.outcome)

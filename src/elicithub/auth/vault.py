@@ -12,7 +12,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from elicithub.auth.keys import Keys
-from elicithub.auth.kv import SecretKV
+from elicithub.core.ports import SecretStore as SecretKV
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import (
     Answer,
     Conflict,
@@ -24,9 +23,9 @@ from elicithub.core.elicitation import (
     decide,
     utcnow,
 )
-from elicithub.core.errors import AlreadyResolved, Expired, InvalidContent, NotFound
-from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
-from elicithub.store.base import Store
+from elicithub.core.events import ElicitationRequested, ElicitationResolved
+from elicithub.core.ports import ElicitationStore, EventSink
+from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +48,9 @@ class Resolution:
 
 
 class Broker:
-    def __init__(self, store: Store, bus: EventBus[StreamEvent], *, durable: bool = False) -> None:
+    def __init__(self, store: ElicitationStore, events: EventSink, *, durable: bool = False) -> None:
         self.store = store
-        self.bus = bus
+        self.events = events
         self.durable = durable
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
         self._waiters: dict[str, tuple[Elicitation, asyncio.Future[Resolution]]] = {}
@@ -74,18 +73,14 @@ class Broker:
             self._listener = None
 
     async def request(self, elicitation: Elicitation) -> Resolution:
-        """Store the elicitation, publish it on its stream, and wait until it ends (answer or deadline)."""
+        """Store the elicitation, publish it on its run's stream, and wait until it ends (answer or deadline)."""
         future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
         self._waiters[elicitation.id] = (elicitation, future)
         stored = asyncio.ensure_future(self.store.put(elicitation))
         try:
             await asyncio.shield(stored)
-            self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
-            remaining = (elicitation.expires_at - utcnow()).total_seconds()
-            try:
-                resolution = await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
-            except TimeoutError:
-                resolution = await self.end(elicitation.id, State.EXPIRED)
+            await self.events.publish(elicitation, ElicitationRequested(elicitation))
+            resolution = await self._until_end(elicitation, future)
         except asyncio.CancelledError:
             # The run went away (shutdown). A durable hub keeps the question open for the run to resume;
             # otherwise nobody can use an answer any more, and the cancel must be stored before we give way,
@@ -97,26 +92,47 @@ class Broker:
             raise
         finally:
             self._waiters.pop(elicitation.id, None)
-        self._announce(elicitation, resolution)
+        await self._announce(elicitation, resolution)
         return resolution
+
+    async def open(self, elicitation: Elicitation) -> None:
+        """Store a new question and show it on its run's stream; `wait` for its end."""
+        await self.store.put(elicitation)
+        await self.events.publish(elicitation, ElicitationRequested(elicitation))
+
+    async def reopen(self, elicitation_id: str) -> bool:
+        """Show a question asked earlier again (a resumed run); False when it has ended meanwhile."""
+        elicitation = await self.store.get(elicitation_id)
+        if elicitation is None or elicitation.state is not State.PENDING:
+            return False
+        await self.events.publish(elicitation, ElicitationRequested(elicitation))
+        return True
+
+    async def _until_end(self, elicitation: Elicitation, future: asyncio.Future[Resolution]) -> Resolution:
+        remaining = (elicitation.expires_at - utcnow()).total_seconds()
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
+        except TimeoutError:
+            return await self.end(elicitation.id, State.EXPIRED)
 
     async def _cancel_once_stored(self, stored: asyncio.Future[None], elicitation: Elicitation) -> None:
         try:
             await stored
         except Exception:
             return  # never stored, so there is nothing to cancel
-        self._announce(elicitation, await self.end(elicitation.id, State.CANCELLED))
+        await self._announce(elicitation, await self.end(elicitation.id, State.CANCELLED))
 
-    def _announce(self, elicitation: Elicitation, resolution: Resolution) -> None:
+    async def _announce(self, elicitation: Elicitation, resolution: Resolution) -> None:
         # While someone waits here, only the waiter announces the end, whichever way it learnt of it (its own
-        # transition, its deadline, or a notice from the store), so its stream hears it exactly once.
-        self.bus.publish(elicitation.stream_id, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
+        # transition, its deadline, or a notice from the store). A transition made by another instance is also
+        # announced there; readers of the run's stream keep the first announcement of each question.
+        await self.events.publish(elicitation, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
 
     async def wait(self, elicitation_id: str) -> Resolution:
-        """Wait for a question asked earlier (before a restart, or by another instance) to end."""
+        """Wait for a question (opened here or earlier: before a restart, or by another instance) to end."""
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None:
-            raise NotFound(elicitation_id)
+            raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
         future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
@@ -129,21 +145,25 @@ class Broker:
             elif current is not None and current.state is not State.PENDING:
                 return Resolution.of(current)  # it ended before we registered: that transition announced it
             else:
-                # Shown again on its stream: whoever reattaches to the resumed run sees the open question.
-                self.bus.publish(elicitation.stream_id, ElicitationRequested(elicitation))
-                remaining = (elicitation.expires_at - utcnow()).total_seconds()
-                try:
-                    resolution = await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
-                except TimeoutError:
-                    resolution = await self.end(elicitation_id, State.EXPIRED)
+                resolution = await self._until_end(elicitation, future)
         finally:
             self._waiters.pop(elicitation_id, None)
-        self._announce(elicitation, resolution)
+        await self._announce(elicitation, resolution)
         return resolution
 
     async def request_all(self, elicitations: list[Elicitation]) -> list[Resolution]:
         """Ask several questions together; they end independently."""
         return list(await asyncio.gather(*(self.request(e) for e in elicitations)))
+
+    async def wait_all(self, elicitation_ids: list[str]) -> list[Resolution]:
+        """Wait for several opened questions to end. If the run goes away meanwhile, a hub that keeps nothing
+        across a shutdown cancels them (nobody could use an answer any more); a durable one leaves them open."""
+        try:
+            return list(await asyncio.gather(*(self.wait(i) for i in elicitation_ids)))
+        except asyncio.CancelledError:
+            if not self.durable:
+                await _despite_cancellation(self.cancel(elicitation_ids))
+            raise
 
     async def lookup(self, elicitation_id: str, user_id: str | None, conversation_id: str | None = None) -> Elicitation:
         """The elicitation as its owner sees it; to anyone else (or in another conversation) it does not exist."""
@@ -154,7 +174,7 @@ class Broker:
             or elicitation.user_id != user_id
             or (conversation_id is not None and elicitation.conversation_id != conversation_id)
         ):
-            raise NotFound(elicitation_id)
+            raise ElicitationNotFound(elicitation_id)
         return elicitation
 
     async def respond(
@@ -185,7 +205,7 @@ class Broker:
         """End a pending elicitation without a person's answer (expired, cancelled); returns the final outcome."""
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None:
-            raise NotFound(elicitation_id)
+            raise ElicitationNotFound(elicitation_id)
         if elicitation.state is State.PENDING:
             answer = Answer("cancel") if state is State.CANCELLED else None
             if await self._transition(elicitation, state, answer):
@@ -208,21 +228,11 @@ class Broker:
     def pending_here(self) -> int:
         return len(self._waiters)
 
-    def waiting_in(self, conversation_id: str) -> list[Elicitation]:
-        """The questions this process's runs still wait on in a conversation, oldest first."""
-        now = utcnow()
-        waiting = [
-            e
-            for e, future in self._waiters.values()
-            if e.conversation_id == conversation_id and not future.done() and not e.is_due(now)
-        ]
-        return sorted(waiting, key=lambda e: e.created_at)
-
-    async def cancel_stream(self, stream_id: str) -> None:
-        """Cancel every question a run is waiting on (the person moved on with a new message)."""
-        ids = [e.id for e, _ in self._waiters.values() if e.stream_id == stream_id]
-        for elicitation_id in ids:
-            await self.end(elicitation_id, State.CANCELLED)
+    async def cancel(self, elicitation_ids: list[str]) -> None:
+        """Cancel questions that are still open (the person moved on with a new message), wherever they wait."""
+        for elicitation_id in elicitation_ids:
+            with contextlib.suppress(ElicitationNotFound):
+                await self.end(elicitation_id, State.CANCELLED)
 
     async def _transition(self, elicitation: Elicitation, state: State, answer: Answer | None) -> bool:
         if not await self.store.transition(elicitation.id, state, answer, utcnow()):
@@ -232,7 +242,7 @@ class Broker:
         resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
         waiter = self._waiters.get(elicitation.id)
         if waiter is None:
-            self._announce(elicitation, resolution)
+            await self._announce(elicitation, resolution)
         elif not waiter[1].done():
             waiter[1].set_result(resolution)
         return True

@@ -45,11 +45,11 @@ class Answer:
 
 @dataclass(frozen=True)
 class Elicitation:
-    """One question to one person, owned by the run that waits for it."""
+    """One question to one person, owned by the run (`run_id`) that waits for it."""
 
     conversation_id: str
     user_id: str
-    stream_id: str
+    run_id: str
     mode: Mode
     message: str
     expires_at: datetime
@@ -74,7 +74,7 @@ class Elicitation:
             "id": self.id,
             "conversation_id": self.conversation_id,
             "user_id": self.user_id,
-            "stream_id": self.stream_id,
+            "run_id": self.run_id,
             "mode": self.mode,
             "message": self.message,
             "requested_schema": self.requested_schema,
@@ -95,7 +95,7 @@ class Elicitation:
             id=data["id"],
             conversation_id=data["conversation_id"],
             user_id=data["user_id"],
-            stream_id=data["stream_id"],
+            run_id=data.get("run_id") or data["stream_id"],
             mode=data["mode"],
             message=data["message"],
             requested_schema=data.get("requested_schema"),
@@ -113,7 +113,7 @@ def new_elicitation(
     *,
     conversation_id: str,
     user_id: str,
-    stream_id: str,
+    run_id: str,
     mode: Mode,
     message: str,
     timeout_s: float,
@@ -125,7 +125,7 @@ def new_elicitation(
     return Elicitation(
         conversation_id=conversation_id,
         user_id=user_id,
-        stream_id=stream_id,
+        run_id=run_id,
         mode=mode,
         message=message,
         requested_schema=requested_schema,

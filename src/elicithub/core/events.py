@@ -1,4 +1,4 @@
-"""The events a run puts on its stream, independent of any wire format."""
+"""The events a run puts on its conversation's log, independent of any wire format, and their JSON form."""
 
 from __future__ import annotations
 
@@ -6,6 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from elicithub.core.elicitation import Elicitation, Outcome
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """The first event of a run; `message_id` names the assistant message it writes (kept across replays)."""
+
+    message_id: str
 
 
 @dataclass(frozen=True)
@@ -40,13 +47,29 @@ class ElicitationResolved:
 
 
 @dataclass(frozen=True)
+class RunPaused:
+    """The run now waits: every question of the round is on the stream, and these are their ids."""
+
+    elicitation_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RunFinished:
-    """The last event of a run's stream."""
+    """The last event of a run."""
 
     reason: str = "stop"
 
 
-StreamEvent = TextDelta | ToolCallStarted | ToolCallFinished | ElicitationRequested | ElicitationResolved | RunFinished
+StreamEvent = (
+    RunStarted
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | ElicitationRequested
+    | ElicitationResolved
+    | RunPaused
+    | RunFinished
+)
 
 
 def request_event(elicitation: Elicitation) -> dict[str, Any]:
@@ -68,3 +91,50 @@ def request_event(elicitation: Elicitation) -> dict[str, Any]:
 
 def resolved_event(elicitation_id: str, outcome: Outcome) -> dict[str, Any]:
     return {"type": "elicitation-resolved", "elicitationId": elicitation_id, "outcome": outcome}
+
+
+def to_json(event: StreamEvent) -> dict[str, Any]:
+    """The stored form of an event (the event log keeps JSON)."""
+    if isinstance(event, RunStarted):
+        return {"type": "run-started", "messageId": event.message_id}
+    if isinstance(event, TextDelta):
+        return {"type": "text", "text": event.text}
+    if isinstance(event, ToolCallStarted):
+        return {"type": "tool-started", "callId": event.call_id, "name": event.name, "arguments": event.arguments}
+    if isinstance(event, ToolCallFinished):
+        return {
+            "type": "tool-finished",
+            "callId": event.call_id,
+            "name": event.name,
+            "text": event.text,
+            "isError": event.is_error,
+        }
+    if isinstance(event, ElicitationRequested):
+        return {"type": "elicitation-requested", "elicitation": event.elicitation.to_json()}
+    if isinstance(event, ElicitationResolved):
+        return {"type": "elicitation-resolved", "elicitationId": event.elicitation_id, "outcome": event.outcome}
+    if isinstance(event, RunPaused):
+        return {"type": "run-paused", "elicitationIds": list(event.elicitation_ids)}
+    return {"type": "run-finished", "reason": event.reason}
+
+
+def from_json(data: dict[str, Any]) -> StreamEvent | None:
+    """The event a stored form stands for; None for a type this version does not know (it is passed over)."""
+    kind = data.get("type")
+    if kind == "run-started":
+        return RunStarted(data["messageId"])
+    if kind == "text":
+        return TextDelta(data["text"])
+    if kind == "tool-started":
+        return ToolCallStarted(data["callId"], data["name"], data["arguments"])
+    if kind == "tool-finished":
+        return ToolCallFinished(data["callId"], data["name"], data["text"], data["isError"])
+    if kind == "elicitation-requested":
+        return ElicitationRequested(Elicitation.from_json(data["elicitation"]))
+    if kind == "elicitation-resolved":
+        return ElicitationResolved(data["elicitationId"], data["outcome"])
+    if kind == "run-paused":
+        return RunPaused(tuple(data["elicitationIds"]))
+    if kind == "run-finished":
+        return RunFinished(data.get("reason", "stop"))
+    return None

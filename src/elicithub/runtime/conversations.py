@@ -1,127 +1,227 @@
-"""Conversations and their runs: who owns them, and the one run each may have going."""
+"""The Conversations service: send, answer, follow, pending — the one API every surface calls.
+
+A conversation lives in the store, scoped to its user; it has at most one active run (compare-and-set on the
+record), whose events go to the conversation's log in the store. So any instance can take a message, an answer
+or a reader for any conversation, and runs of an instance that stopped are continued by another (or by itself
+after a restart).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from dataclasses import dataclass, field, replace
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 
-from elicithub.core.broker import Broker
-from elicithub.core.elicitation import new_id
-from elicithub.core.errors import NotFound
+from elicithub.core.broker import Broker, Resolution
+from elicithub.core.elicitation import Answer, Elicitation, State, new_id, utcnow
+from elicithub.core.events import StreamEvent
+from elicithub.core.ids import check_conversation_id
+from elicithub.core.ports import Backend
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
+from elicithub.errors import ConversationNotFound
 from elicithub.runtime.loop import Runner
-from elicithub.runtime.models import Message
-from elicithub.runtime.runs import RunRecord, RunStore
-from elicithub.runtime.tools import CallContext
+from elicithub.runtime.stream import RunStream
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Conversation:
-    id: str
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking, and whether their client can show questions (`x-supports-elicitation`)."""
+
     user_id: str | None
-    messages: list[Message] = field(default_factory=list)
-    stream_id: str | None = None
-    task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.task is not None and not self.task.done()
+    supports_elicitation: bool = False
 
 
-class ConversationNotFound(NotFound):
-    def __init__(self, conversation_id: str) -> None:
-        Exception.__init__(self, f"No conversation {conversation_id!r} for this user.")
+@dataclass(frozen=True)
+class Sent:
+    """A message taken: its conversation, the run it started, and where to follow that run from."""
+
+    conversation_id: str
+    run_id: str
+    after: int
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answer taken, and the run it continues (follow it from `after`); `followed`: a reader here has it."""
+
+    resolution: Resolution
+    conversation_id: str
+    run_id: str
+    after: int
+    followed: bool
+
+
+Followed = AsyncIterator[tuple[int, StreamEvent]]
 
 
 class Conversations:
-    def __init__(self, runner: Runner, broker: Broker, runs: RunStore | None = None, owner: str = "") -> None:
-        self.runner = runner
+    def __init__(self, backend: Backend, broker: Broker, runner: Runner, stream: RunStream, instance: str) -> None:
+        self.backend = backend
         self.broker = broker
-        self.runs = runs
-        self.owner = owner
-        self._items: dict[str, Conversation] = {}
+        self.runner = runner
+        self.stream = stream
+        self.instance = instance
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._readers: Counter[str] = Counter()
 
-    async def _find(self, conversation_id: str) -> Conversation | None:
-        """This process's conversation, or one whose run was recorded (before a restart, or by another instance)."""
-        conversation = self._items.get(conversation_id)
-        if conversation is not None or self.runs is None:
-            return conversation
-        record = await self.runs.get(conversation_id)
-        if record is None:
-            return None
-        conversation = Conversation(conversation_id, record.user_id, list(record.messages), record.stream_id)
-        self._items[conversation_id] = conversation
-        return conversation
+    # -- the four operations
 
-    async def open(
-        self, conversation_id: str | None, user_id: str | None, history: list[Message] | None = None
-    ) -> Conversation:
-        """The caller's conversation with this id, created when new; another user's does not exist for them."""
-        if conversation_id is None:
-            conversation_id = new_id("conv")
-        conversation = await self._find(conversation_id)
+    async def send(
+        self, caller: Caller, conversation_id: str | None, text: str, *, history: list[Message] | None = None
+    ) -> Sent:
+        """Add the caller's message and start a run; a run still going in the conversation is superseded."""
+        conversation_id = await self._id_for(caller, conversation_id)
+        key = conversation_key(caller.user_id, conversation_id)
+        run_id = new_id("run")
+        while True:
+            current = await self.backend.conversations.get(key)
+            base = current or ConversationRecord(key, conversation_id, caller.user_id, list(history or []))
+            after = await self.backend.events.last(key)
+            record = replace(
+                base,
+                messages=[*base.messages, {"role": "user", "content": text}],
+                active_run_id=run_id,
+                active_run_after=after,
+                version=base.version + 1,
+                updated_at=time.time(),
+            )
+            if await self.backend.conversations.put(record, None if current is None else current.version):
+                break
+        if current is not None and current.active_run_id is not None:
+            await self._supersede(current.active_run_id)
+        run = RunRecord(
+            run_id,
+            conversation_id,
+            caller.user_id,
+            caller.supports_elicitation,
+            record.messages,
+            owner=self.instance,
+            updated_at=time.time(),
+        )
+        self._start(run, resumed=False)
+        return Sent(conversation_id, run_id, after)
+
+    async def answer(
+        self, caller: Caller, elicitation_id: str, answer: Answer, conversation_id: str | None = None
+    ) -> Answered:
+        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent."""
+        elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id)
+        key = conversation_key(elicitation.user_id, elicitation.conversation_id)
+        after = await self.backend.events.last(key)
+        resolution = await self.broker.respond(elicitation.id, answer, caller.user_id)
+        followed = self._readers[elicitation.run_id] > 0
+        return Answered(resolution, elicitation.conversation_id, elicitation.run_id, after, followed)
+
+    async def follow(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        *,
+        run_id: str | None = None,
+        after: int | None = None,
+        resume: tuple[str, int] | None = None,
+    ) -> tuple[str, Followed] | None:
+        """A run's events as they come, up to its end: `run_id`'s after `after`, or else the active run's from
+        its start (or after `resume`'s position when `resume` names that run). None when no run is active."""
+        conversation = await self.get(caller, conversation_id)
+        if run_id is None:
+            run_id = conversation.active_run_id
+            if run_id is None:
+                return None
+            after = resume[1] if resume is not None and resume[0] == run_id else conversation.active_run_after
+        return run_id, self._follow(conversation.key, run_id, after or 0)
+
+    async def pending(self, caller: Caller, conversation_id: str) -> list[Elicitation]:
+        """The questions the conversation's run waits on now, oldest first."""
+        conversation = await self.get(caller, conversation_id)
+        if conversation.active_run_id is None:
+            return []
+        run = await self.backend.runs.get(conversation.active_run_id)
+        if run is None or run.pause is None:
+            return []
+        now = utcnow()
+        found = [await self.backend.elicitations.get(i) for i in run.pause.elicitation_ids.values()]
+        waiting = [e for e in found if e is not None and e.state is State.PENDING and not e.is_due(now)]
+        return sorted(waiting, key=lambda e: e.created_at)
+
+    async def get(self, caller: Caller, conversation_id: str) -> ConversationRecord:
+        """The caller's conversation; unknown or another user's: not found."""
+        check_conversation_id(conversation_id)
+        conversation = await self.backend.conversations.get(conversation_key(caller.user_id, conversation_id))
         if conversation is None:
-            conversation = Conversation(conversation_id, user_id, list(history or []))
-            self._items[conversation_id] = conversation
-        elif conversation.user_id != user_id:
             raise ConversationNotFound(conversation_id)
         return conversation
 
-    async def start(self, conversation: Conversation, text: str, stream_id: str, supports_elicitation: bool) -> None:
-        """Add the user's message and start a run on `stream_id` (subscribe to it first)."""
-        if conversation.running and conversation.stream_id is not None:
-            # The person moved on: their pending question is cancelled and the old run ends on its own stream.
-            await self.broker.cancel_stream(conversation.stream_id)
-            assert conversation.task is not None
-            with contextlib.suppress(Exception):
-                await asyncio.shield(conversation.task)
-        conversation.messages.append({"role": "user", "content": text})
-        conversation.stream_id = stream_id
-        context = CallContext(conversation.id, stream_id, conversation.user_id, supports_elicitation)
-        conversation.task = asyncio.create_task(self.runner.run(conversation.messages, context))
+    # -- runs on this instance
 
-    async def get(self, conversation_id: str, user_id: str | None) -> Conversation:
-        """The caller's existing conversation; unknown, another user's, or asked for anonymously: not found."""
-        conversation = await self._find(conversation_id)
-        if conversation is None or user_id is None or conversation.user_id != user_id:
-            raise ConversationNotFound(conversation_id)
-        return conversation
+    async def _id_for(self, caller: Caller, conversation_id: str | None) -> str:
+        if conversation_id is not None:
+            check_conversation_id(conversation_id)
+            if caller.user_id is not None:
+                return conversation_id
+            # An anonymous caller continues only a conversation the hub issued (its id is unguessable).
+            if await self.backend.conversations.get(conversation_key(None, conversation_id)) is not None:
+                return conversation_id
+        return new_id("conv")
 
-    def running_on(self, conversation_id: str, stream_id: str) -> bool:
-        conversation = self._items.get(conversation_id)
-        return conversation is not None and conversation.running and conversation.stream_id == stream_id
+    async def _supersede(self, run_id: str) -> None:
+        """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs."""
+        run = await self.backend.runs.get(run_id)
+        if run is not None and run.pause is not None:
+            await self.broker.cancel(list(run.pause.elicitation_ids.values()))
+
+    def _start(self, record: RunRecord, *, resumed: bool) -> None:
+        async def run() -> None:
+            try:
+                if not resumed:
+                    await self.backend.runs.save(record)
+                await self.runner.run(record, resumed=resumed)
+            finally:
+                self._tasks.pop(record.run_id, None)
+
+        # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
+        self._tasks[record.run_id] = asyncio.create_task(run())
+
+    async def _follow(self, key: str, run_id: str, after: int) -> Followed:
+        self._readers[run_id] += 1
+        try:
+            async for item in self.stream.follow(key, run_id, after):
+                yield item
+        finally:
+            self._readers[run_id] -= 1
+            if self._readers[run_id] <= 0:
+                del self._readers[run_id]
+
+    def readers(self) -> int:
+        return sum(self._readers.values())
+
+    def running(self) -> int:
+        return len(self._tasks)
 
     async def recover(self) -> int:
-        """Take over the unfinished runs of hub processes that are gone, and continue them; returns how many."""
-        if self.runs is None:
-            return 0
+        """Continue the unfinished runs of instances that are gone (and this one's own, after a restart)."""
+        runs = self.backend.runs
         taken = 0
-        for record in await self.runs.unfinished(other_than=self.owner):
-            if record.owner == self.owner or await self.runs.alive(record.owner):
+        for record in await runs.unfinished():
+            if record.run_id in self._tasks:
                 continue
-            if not await self.runs.claim(record.conversation_id, record.owner, self.owner):
+            if record.owner != self.instance and await runs.alive(record.owner):
+                continue
+            if not await runs.claim(record.run_id, record.owner, self.instance):
                 continue  # another instance took it first
-            self._resume(replace(record, owner=self.owner))
+            self._start(replace(record, owner=self.instance), resumed=True)
             taken += 1
         if taken:
-            log.info("took over %d interrupted runs", taken)
+            log.info("continuing %d interrupted runs", taken)
         return taken
 
-    def _resume(self, record: RunRecord) -> None:
-        conversation = self._items.get(record.conversation_id)
-        if conversation is None or conversation.running:
-            conversation = Conversation(record.conversation_id, record.user_id)
-            self._items[record.conversation_id] = conversation
-        conversation.messages = list(record.messages)
-        conversation.stream_id = record.stream_id
-        context = CallContext(record.conversation_id, record.stream_id, record.user_id, record.supports_elicitation)
-        conversation.task = asyncio.create_task(self.runner.run(conversation.messages, context, resume=record))
-
     async def close(self) -> None:
-        tasks = [c.task for c in self._items.values() if c.task is not None and not c.task.done()]
+        tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,20 +1,20 @@
-"""The agent run loop: model turns and tool calls, with every step published on the run's stream."""
+"""The agent run loop: model turns and tool calls, every step on the conversation's log, every call checkpointed."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from elicithub.core.broker import Broker
-from elicithub.core.bus import EventBus
-from elicithub.core.errors import NotFound
-from elicithub.core.events import RunFinished, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
-from elicithub.runtime.models import Message, Model
-from elicithub.runtime.runs import RunCheckpoint, RunRecord, RunStore
+from elicithub.core.events import RunFinished, RunStarted, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from elicithub.core.ports import ConversationStore, RunStore
+from elicithub.core.runs import Message, Pause, RunRecord, conversation_key, next_status
+from elicithub.runtime.asker import Asker, Emit
+from elicithub.runtime.models import Model
+from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, Tools
 
 log = logging.getLogger(__name__)
@@ -27,118 +27,121 @@ class Runner:
         self,
         model: Model,
         tools: Tools,
-        bus: EventBus[StreamEvent],
-        *,
-        runs: RunStore | None = None,
-        broker: Broker | None = None,
-        owner: str = "",
+        broker: Broker,
+        stream: RunStream,
+        runs: RunStore,
+        conversations: ConversationStore,
     ) -> None:
         self.model = model
         self.tools = tools
-        self.bus = bus
-        self.runs = runs
         self.broker = broker
-        self.owner = owner
+        self.stream = stream
+        self.runs = runs
+        self.conversations = conversations
 
-    async def run(self, messages: list[Message], context: CallContext, resume: RunRecord | None = None) -> None:
-        """Run until the model answers without tool calls; always ends the stream with RunFinished.
+    async def run(self, record: RunRecord, *, resumed: bool = False) -> None:
+        """Run until the model answers without tool calls, then commit the conversation and end the stream.
 
-        With `resume`, first finish the tool calls the record says were interrupted, then go on as usual.
+        A new run starts with RunStarted; a `resumed` one first finishes the tool calls its record says were
+        interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to continue.
         """
-        publish = self.bus.publish
+        key = conversation_key(record.user_id, record.conversation_id)
+
+        async def emit(event: StreamEvent) -> None:
+            await self.stream.emit(key, record.run_id, event)
+
+        messages = list(record.messages)
         reason = "stop"
-        record = resume
         try:
+            if not resumed:
+                await emit(RunStarted(record.run_id))
+            context = CallContext(record.conversation_id, record.run_id, record.user_id, record.supports_elicitation)
             specs = await self.tools.list_tools(context)
-            if resume is not None and resume.tool_calls:
-                record = await self._calls(messages, resume.tool_calls, resume.call_index, context, resume)
+            if resumed and record.tool_calls:
+                record = await self._calls(record, messages, record.tool_calls, record.call_index, emit)
             for _ in range(MAX_STEPS):
                 turn = await self.model.complete(messages, specs)
                 if turn.text:
-                    publish(context.stream_id, TextDelta(turn.text))
+                    await emit(TextDelta(turn.text))
                 if not turn.tool_calls:
                     messages.append({"role": "assistant", "content": turn.text or ""})
                     break
+                if not await self._active(key, record.run_id):
+                    reason = "superseded"  # the person moved on: make no more calls for this run
+                    break
                 calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": turn.text,
-                        "tool_calls": [
-                            {
-                                "id": c["id"],
-                                "type": "function",
-                                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
-                            }
-                            for c in calls
-                        ],
-                    }
-                )
-                record = await self._calls(messages, calls, 0, context, record)
+                messages.append(_assistant_calls(turn.text, calls))
+                record = await self._calls(record, messages, calls, 0, emit)
             else:
-                publish(context.stream_id, TextDelta("Stopped: the model kept calling tools."))
+                await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
-            # Shutdown: the run stays on record as it is (paused or running), for a hub to continue it.
-            record = None
             raise
         except Exception as exc:
-            log.exception("run on stream %s failed", context.stream_id)
-            publish(context.stream_id, TextDelta(f"The run failed: {exc}"))
+            log.exception("run %s failed", record.run_id)
+            await emit(TextDelta(f"The run failed: {exc}"))
             reason = "error"
-        finally:
-            if record is not None and self.runs is not None:
-                # Paused once, so it is on record: record that it is over (best effort when cancelled).
-                try:
-                    await self.runs.save(
-                        record.with_(messages=list(messages), tool_calls=[], pause=None, status="finished")
-                    )
-                except BaseException:
-                    log.warning("could not record the end of the run in %s", context.conversation_id)
-            publish(context.stream_id, RunFinished(reason))
+        await self._finish(key, record, messages)
+        await emit(RunFinished(reason))
 
     async def _calls(
-        self,
-        messages: list[Message],
-        calls: list[dict[str, Any]],
-        start: int,
-        context: CallContext,
-        record: RunRecord | None,
-    ) -> RunRecord | None:
-        """Make the tool calls from `start` on, each with a checkpoint; the run's record, if it ever paused."""
-        publish = self.bus.publish
-        resume = record.pause if record is not None and record.call_index == start else None
+        self, record: RunRecord, messages: list[Message], calls: list[dict[str, Any]], start: int, emit: Emit
+    ) -> RunRecord:
+        """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again."""
+        resume = record.pause if record.call_index == start else None
         for index in range(start, len(calls)):
             call = calls[index]
-            checkpoint = None
-            if self.runs is not None and self.broker is not None:
-                base = RunRecord(
-                    conversation_id=context.conversation_id,
-                    user_id=context.user_id,
-                    stream_id=context.stream_id,
-                    supports_elicitation=context.supports_elicitation,
-                    messages=list(messages),
-                    tool_calls=calls,
-                    call_index=index,
-                    owner=self.owner,
-                )
-                checkpoint = RunCheckpoint(self.runs, self.broker, base, resume if index == start else None)
-            publish(context.stream_id, ToolCallStarted(call["id"], call["name"], call["arguments"]))
-            if index == start and resume is not None and resume.kind == "rerun" and self.broker is not None:
-                # The call will run again from its start: first let the questions it asked before be answered.
-                for elicitation_id in resume.elicitation_ids.values():
-                    with contextlib.suppress(NotFound):
-                        await self.broker.wait(elicitation_id)
-            call_context = dataclasses.replace(context, checkpoint=checkpoint)
-            outcome = await self.tools.call(call["name"], call["arguments"], call_context)
-            publish(context.stream_id, ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))
+            current = record.with_(messages=list(messages), tool_calls=calls, call_index=index, pause=None)
+
+            async def save(pause: Pause, base: RunRecord = current) -> None:
+                nonlocal current
+                current = base.with_(pause=pause, status=next_status(current.status, "pause"))
+                await self.runs.save(current)
+
+            asker = Asker(self.broker, save=save, emit=emit, resume=resume if index == start else None)
+            await emit(ToolCallStarted(call["id"], call["name"], call["arguments"]))
+            if index == start and resume is not None and resume.state.get("kind") == "rerun":
+                # The call runs again from its start: first let the questions it asked before be answered,
+                # so they show at once; asked again, they get those answers.
+                await asker.answers(resume)
+            context = CallContext(
+                record.conversation_id, record.run_id, record.user_id, record.supports_elicitation, asker
+            )
+            outcome = await self.tools.call(call["name"], call["arguments"], context)
+            await emit(ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "content": outcome.text, "is_error": outcome.is_error}
             )
-            if checkpoint is not None and (checkpoint.paused or record is not None):
-                # The call is done: never make it again, even if the process dies before the run ends.
-                record = checkpoint.record.with_(
-                    messages=list(messages), call_index=index + 1, pause=None, status="running"
-                )
-                assert self.runs is not None
-                await self.runs.save(record)
+            record = current.with_(messages=list(messages), call_index=index + 1, pause=None, status="running")
+            await self.runs.save(record)
         return record
+
+    async def _active(self, key: str, run_id: str) -> bool:
+        conversation = await self.conversations.get(key)
+        return conversation is not None and conversation.active_run_id == run_id
+
+    async def _finish(self, key: str, record: RunRecord, messages: list[Message]) -> None:
+        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished."""
+        while (conversation := await self.conversations.get(key)) is not None:
+            if conversation.active_run_id != record.run_id:
+                break
+            done = replace(
+                conversation,
+                messages=messages,
+                active_run_id=None,
+                version=conversation.version + 1,
+                updated_at=record.with_().updated_at,
+            )
+            if await self.conversations.put(done, conversation.version):
+                break
+        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status="finished"))
+
+
+def _assistant_calls(text: str | None, calls: list[dict[str, Any]]) -> Message:
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+            for c in calls
+        ],
+    }

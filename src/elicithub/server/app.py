@@ -14,9 +14,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicithub.auth import pages
 from elicithub.config import Config
-from elicithub.core.errors import ElicitationError, InvalidContent
+from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, NotFound, PayloadTooLarge
 from elicithub.server import routes, web
 from elicithub.server.hub import Hub
+
+
+STATUSES: list[tuple[type[HubError], int]] = [
+    (PayloadTooLarge, 413),
+    (BadRequest, 400),
+    (NotFound, 404),
+    (AlreadyResolved, 409),
+    (Expired, 410),
+    (InvalidContent, 422),
+]
+"""How the package's errors map to HTTP statuses (the first match wins); anything else is a 500."""
 
 
 def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
@@ -64,12 +75,13 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.include_router(web.router)
     app.mount(web.STATIC_PATH, web.static_files(), name="static")
 
-    @app.exception_handler(ElicitationError)
-    async def _elicitation_error(_: Request, exc: ElicitationError) -> JSONResponse:
+    @app.exception_handler(HubError)
+    async def _hub_error(_: Request, exc: HubError) -> JSONResponse:
+        status = next((s for kind, s in STATUSES if isinstance(exc, kind)), 500)
         if isinstance(exc, InvalidContent):
             fields = [{"field": e.field, "message": e.message} for e in exc.errors]
-            return error(exc.status, exc.code, str(exc), fields=fields)
-        return error(exc.status, exc.code, str(exc))
+            return error(status, exc.code, str(exc), fields=fields)
+        return error(status, exc.code, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,31 +1,30 @@
-"""The Hub: one process's wiring of store, broker, bus, model, downstream servers and conversations."""
+"""The Hub: one process's wiring of backend, broker, run stream, model, triggers and conversations."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import time
 from datetime import timedelta
 
 from elicithub.auth.keys import Keys, load_keys
-from elicithub.auth.kv import open_kv
 from elicithub.auth.links import LinkSigner
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.vault import Vault
 from elicithub.config import Config, McpServerConfig
 from elicithub.core.broker import Broker
-from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import new_id
-from elicithub.core.events import StreamEvent
+from elicithub.core.ports import Backend
 from elicithub.demo.launcher import demo_entries, demo_urls
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
-from elicithub.runtime.runs import open_runs
+from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
-from elicithub.store import Store, open_store
+from elicithub.store import open_backend
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.mcp import McpBridge
 
@@ -39,8 +38,17 @@ RESOLVED_RETENTION = timedelta(days=1)
 
 
 class Hub:
+    """`instance` names this hub among those sharing a store: stable across restarts (`--instance`,
+    `$ELICITHUB_INSTANCE`, else host and port), so a restarted hub takes its own runs back at once."""
+
     def __init__(
-        self, config: Config, *, store: Store | None = None, model: Model | None = None, keys: Keys | None = None
+        self,
+        config: Config,
+        *,
+        backend: Backend | None = None,
+        model: Model | None = None,
+        keys: Keys | None = None,
+        instance: str | None = None,
     ) -> None:
         self._demo_ports: tuple[int, int, int] | None = None
         self._demo: contextlib.AsyncExitStack | None = None
@@ -53,16 +61,19 @@ class Hub:
             servers = [*[s for s in demo_servers if s.id not in taken], *config.mcp_servers]
             config = config.model_copy(update={"mcp_servers": servers})
         self.config = config
+        self.instance = instance or os.environ.get("ELICITHUB_INSTANCE") or new_id("hub")
         self.keys = keys if keys is not None else load_keys(config.secrets)
-        self.store = store if store is not None else open_store(config.store.url)
-        # Recent events of each stream are kept so a reader can reattach (GET /run/api/conversations/{id}/stream).
-        self.bus: EventBus[StreamEvent] = EventBus(history=2000)
-        # A persistent store keeps questions open across a shutdown, and the runs waiting on them resume after it.
-        self.broker = Broker(self.store, self.bus, durable=not config.store.url.startswith("memory://"))
-        self.instance = new_id("hub")
-        self.runs = open_runs(config.store.url)
+        self.backend = backend or open_backend(
+            config.store.url,
+            events_max_len=config.conversations.max_events,
+            retention_s=config.conversations.retention_s,
+        )
+        self.store = self.backend.elicitations
+        self.stream = RunStream(self.backend.events)
+        # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
+        self.broker = Broker(self.store, self.stream, durable=self.backend.durable)
         self.model = model if model is not None else create_model(config.model)
-        self.vault = Vault(open_kv(config.store.url), self.keys)
+        self.vault = Vault(self.backend.secrets, self.keys)
         self.links = LinkSigner(self.keys)
         self.oauth = OAuthClient(self.vault, config.public_url.rstrip("/") + "/auth/callback")
         gate = CredentialGate(
@@ -76,8 +87,8 @@ class Hub:
             sampler=self.model,
             gate=gate,
         )
-        runner = Runner(self.model, self.tools, self.bus, runs=self.runs, broker=self.broker, owner=self.instance)
-        self.conversations = Conversations(runner, self.broker, self.runs, self.instance)
+        runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
+        self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -92,7 +103,7 @@ class Hub:
                 start_demo(DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release)
             )
             log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
-        await self.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
+        await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
         await self.conversations.recover()
         self._sweeper = asyncio.create_task(self._sweep())
 
@@ -106,9 +117,7 @@ class Hub:
         await self.tools.close()
         if self._demo is not None:
             await self._demo.aclose()
-        await self.vault.kv.close()
-        await self.runs.close()
-        await self.store.close()
+        await self.backend.close()
 
     async def _sweep(self) -> None:
         """Expire questions whose waiter is gone, and forget old finished ones."""
@@ -116,11 +125,12 @@ class Hub:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
+                await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
                 await self.conversations.recover()
                 await self.broker.expire_due()
                 await self.broker.purge(RESOLVED_RETENTION)
-                await self.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
+                await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
+                await self.backend.conversations.purge(time.time() - self.config.conversations.retention_s)
             except Exception:
                 log.exception("sweeping elicitations failed")
 

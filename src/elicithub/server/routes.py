@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from contextlib import AsyncExitStack
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from elicithub.core.elicitation import Answer, new_id
-from elicithub.core.errors import ElicitationError
-from elicithub.core.events import ElicitationResolved, RunFinished, StreamEvent
+from elicithub.core.elicitation import Answer
+from elicithub.core.events import ElicitationResolved
+from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
-from elicithub.server.streaming import Writer, sse, sse_followed
+from elicithub.server.streaming import Writer, parse_event_id, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
@@ -30,8 +30,14 @@ def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str
     return hub.identity(request)
 
 
+def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
+    supports = request.headers.get("x-supports-elicitation", "").strip().lower() == "true"
+    return Caller(hub.identity(request), supports)
+
+
 HubDep = Annotated[Hub, Depends(get_hub)]
 UserDep = Annotated[str | None, Depends(current_user)]
+CallerDep = Annotated[Caller, Depends(current_caller)]
 
 
 class ElicitationResponse(BaseModel):
@@ -79,10 +85,6 @@ class UIChatBody(BaseModel):
     messages: list[UIMessage] = Field(min_length=1)
 
 
-def _supports_elicitation(request: Request) -> bool:
-    return request.headers.get("x-supports-elicitation", "").strip().lower() == "true"
-
-
 def _parse_answer(raw: Any) -> ElicitationResponse:
     try:
         return ElicitationResponse.model_validate(raw)
@@ -95,72 +97,57 @@ def _parse_answer(raw: Any) -> ElicitationResponse:
 async def healthz(hub: HubDep) -> dict[str, Any]:
     return {
         "status": "ok",
+        "instance": hub.instance,
         "pendingElicitations": hub.broker.pending_here(),
-        "openStreams": hub.bus.total_subscribers(),
-        "reattachedStreams": hub.bus.total_followers(),
+        "openStreams": hub.conversations.readers(),
+        "runs": hub.conversations.running(),
     }
 
 
 @router.post("/run/api/elicitation-responses")
-async def elicitation_responses(body: ResponseBody, hub: HubDep, user: UserDep) -> dict[str, str]:
+async def elicitation_responses(body: ResponseBody, hub: HubDep, caller: CallerDep) -> dict[str, str]:
     answer = Answer(body.action, body.content)
-    resolution = await hub.broker.respond(body.elicitationId, answer, user, body.conversationId)
-    return {"elicitationId": resolution.elicitation_id, "outcome": resolution.outcome}
+    answered = await hub.conversations.answer(caller, body.elicitationId, answer, body.conversationId)
+    return {"elicitationId": answered.resolution.elicitation_id, "outcome": answered.resolution.outcome}
 
 
 async def _chat(
     hub: Hub,
-    user: str | None,
+    caller: Caller,
     conversation_id: str | None,
     message: str | ElicitationResponse,
-    supports_elicitation: bool,
-    writer: Writer,
+    make_writer: Callable[[str | None], Writer],
     headers: dict[str, str],
     history: list[dict[str, Any]] | None = None,
 ) -> Response:
+    """Send a message (and stream its run), or take an answer (and stream the continuation).
+
+    `make_writer(message_id)` makes the surface's writer; a new run's message is named after the run, so a
+    replay of it names it the same, and a continuation gets a new name (None)."""
     keepalive = hub.config.streams.keepalive_s
+    conversations = hub.conversations
     if isinstance(message, ElicitationResponse):
-        return await _answer_in_chat(hub, user, conversation_id, message, writer, headers)
-    conversation = await hub.conversations.open(conversation_id, user, history)
-    headers = {**headers, "x-conversation-id": conversation.id}
-    stream_id = new_id("stream")
-    stack = AsyncExitStack()
-    queue = await stack.enter_async_context(hub.bus.subscribe(stream_id))
-    try:
-        await hub.conversations.start(conversation, message, stream_id, supports_elicitation)
-    except BaseException:
-        await stack.aclose()
-        raise
-    return sse(writer, queue, keepalive_s=keepalive, headers=headers, cleanup=stack)
-
-
-async def _answer_in_chat(
-    hub: Hub,
-    user: str | None,
-    conversation_id: str | None,
-    message: ElicitationResponse,
-    writer: Writer,
-    headers: dict[str, str],
-) -> Response:
-    """The fast path: answer, then stream the continuation here unless the run's own stream is still open."""
-    conversation_id = conversation_id or message.conversationId
-    elicitation = await hub.broker.lookup(message.elicitationId, user, conversation_id)
-    headers = {**headers, "x-conversation-id": elicitation.conversation_id}
-    stack = AsyncExitStack()
-    queue = None
-    readers = hub.bus.subscribers(elicitation.stream_id) + hub.bus.followers(elicitation.stream_id)
-    if readers == 0 and hub.conversations.running_on(elicitation.conversation_id, elicitation.stream_id):
-        queue = await stack.enter_async_context(hub.bus.subscribe(elicitation.stream_id))
-    try:
-        resolution = await hub.broker.respond(elicitation.id, Answer(message.action, message.content), user)
-    except ElicitationError:
-        await stack.aclose()
-        raise
-    keepalive = hub.config.streams.keepalive_s
-    if queue is not None:
-        return sse(writer, queue, keepalive_s=keepalive, headers=headers, cleanup=stack)
-    events: list[StreamEvent] = [ElicitationResolved(resolution.elicitation_id, resolution.outcome), RunFinished()]
-    return sse(writer, events, keepalive_s=keepalive, headers=headers)
+        # The fast path: the answer, then the continuation here, unless a reader here already follows the run.
+        answer = Answer(message.action, message.content)
+        answered = await conversations.answer(
+            caller, message.elicitationId, answer, conversation_id or message.conversationId
+        )
+        headers = {**headers, "x-conversation-id": answered.conversation_id}
+        writer = make_writer(None)
+        if answered.followed:
+            resolved = ElicitationResolved(answered.resolution.elicitation_id, answered.resolution.outcome)
+            return sse(writer, answered.run_id, [(answered.after, resolved)], keepalive_s=keepalive, headers=headers)
+        followed = await conversations.follow(
+            caller, answered.conversation_id, run_id=answered.run_id, after=answered.after
+        )
+    else:
+        sent = await conversations.send(caller, conversation_id, message, history=history)
+        headers = {**headers, "x-conversation-id": sent.conversation_id}
+        writer = make_writer(sent.run_id)
+        followed = await conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
+    assert followed is not None
+    run_id, events = followed
+    return sse(writer, run_id, events, keepalive_s=keepalive, headers=headers)
 
 
 def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) -> str | ElicitationResponse:
@@ -180,67 +167,46 @@ def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) ->
 
 
 @router.post("/run/v1/chat/completions")
-async def chat_completions(body: ChatCompletionsBody, request: Request, hub: HubDep, user: UserDep) -> Response:
+async def chat_completions(body: ChatCompletionsBody, request: Request, hub: HubDep, caller: CallerDep) -> Response:
     if not body.stream:
         raise HTTPException(400, "stream: this endpoint only streams; set stream to true.")
     last = body.messages[-1]
     if last.role != "user":
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
     history = [m.model_dump(exclude_none=True) for m in body.messages[:-1]]
-    return await _chat(
-        hub,
-        user,
-        request.headers.get("x-conversation-id"),
-        _openai_text(last.content),
-        _supports_elicitation(request),
-        OpenAIChunkWriter(body.model or hub.model.name),
-        {},
-        history,
-    )
+    model = body.model or hub.model.name
+    message = _openai_text(last.content)
+    conversation_id = request.headers.get("x-conversation-id")
+    return await _chat(hub, caller, conversation_id, message, lambda _: OpenAIChunkWriter(model), {}, history)
 
 
 def _ui_text(message: UIMessage) -> str | ElicitationResponse:
     for part in message.parts:
         if part.get("type") == "elicitation-response":
             return _parse_answer(part)
+        if part.get("type") == "data-elicitation-response" and isinstance(part.get("data"), dict):
+            return _parse_answer(part["data"])
     return "".join(str(p.get("text", "")) for p in message.parts if p.get("type") == "text")
 
 
 @router.post("/run/api/chat")
-async def ui_chat(body: UIChatBody, request: Request, hub: HubDep, user: UserDep) -> Response:
+async def ui_chat(body: UIChatBody, hub: HubDep, caller: CallerDep) -> Response:
     last = body.messages[-1]
     if last.role != "user":
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
-    return await _chat(
-        hub, user, body.id, _ui_text(last), _supports_elicitation(request), UIMessageStreamWriter(), UI_HEADERS
-    )
-
-
-def _after(last_event_id: str | None, stream_id: str) -> int | None:
-    """The sequence number to resume after, when `Last-Event-ID` names this stream; else None (from the start)."""
-    if not last_event_id:
-        return None
-    stream, _, seq = last_event_id.rpartition(":")
-    return int(seq) if stream == stream_id and seq.isdigit() else None
+    return await _chat(hub, caller, body.id, _ui_text(last), UIMessageStreamWriter, UI_HEADERS)
 
 
 @router.get("/run/api/conversations/{conversation_id}/stream")
-async def reattach(conversation_id: str, request: Request, hub: HubDep, user: UserDep) -> Response:
-    """Read a conversation's current run again (UI message stream), from the start or after `Last-Event-ID`."""
-    conversation = await hub.conversations.get(conversation_id, user)
-    headers = {**UI_HEADERS, "x-conversation-id": conversation.id}
-    stream_id = conversation.stream_id or new_id("stream")
-    after = _after(request.headers.get("last-event-id"), stream_id)
-    ended = any(isinstance(event, RunFinished) for _, event in hub.bus.kept(stream_id, after))
-    stack = AsyncExitStack()
-    queue = await stack.enter_async_context(hub.bus.follow(stream_id, after))
-    if not conversation.running and not ended:
-        queue.put_nowait((0, RunFinished()))  # nothing is running here: what was kept, then the end
-    return sse_followed(
-        UIMessageStreamWriter(),
-        stream_id,
-        queue,
-        keepalive_s=hub.config.streams.keepalive_s,
-        headers=headers,
-        cleanup=stack,
-    )
+@router.get("/run/api/chat/{conversation_id}/stream")
+async def reattach(conversation_id: str, request: Request, hub: HubDep, caller: CallerDep) -> Response:
+    """Read a conversation's active run again (UI message stream), from its start or after `Last-Event-ID`;
+    204 when no run is active."""
+    resume = parse_event_id(request.headers.get("last-event-id"))
+    followed = await hub.conversations.follow(caller, conversation_id, resume=resume)
+    if followed is None:
+        return Response(status_code=204)
+    run_id, events = followed
+    headers = {**UI_HEADERS, "x-conversation-id": conversation_id}
+    writer = UIMessageStreamWriter(run_id)
+    return sse(writer, run_id, events, keepalive_s=hub.config.streams.keepalive_s, headers=headers)

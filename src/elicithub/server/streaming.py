@@ -1,10 +1,8 @@
-"""Turning a run's stream into an SSE response, in whichever surface's format."""
+"""Turning a run's events into an SSE response, in whichever surface's format."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Protocol
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -17,67 +15,54 @@ class Writer(Protocol):
 
     def write(self, event: StreamEvent) -> list[str]: ...
 
+    def end(self) -> list[str]:
+        """What closes a stream that stops before its run finishes."""
 
-Next = Callable[[], Awaitable[tuple[str | None, StreamEvent]]]
-"""The next event to write, with its SSE id (None: no id)."""
+
+Events = AsyncIterator[tuple[int, StreamEvent]] | Iterable[tuple[int, StreamEvent]]
 
 
 def sse(
-    writer: Writer,
-    events: asyncio.Queue[StreamEvent] | list[StreamEvent],
-    *,
-    keepalive_s: float,
-    headers: Mapping[str, str],
-    cleanup: AsyncExitStack | None = None,
+    writer: Writer, run_id: str, events: Events, *, keepalive_s: float, headers: Mapping[str, str]
 ) -> EventSourceResponse:
-    """An SSE response that writes events until RunFinished, with keep-alive comments while idle."""
-
-    async def next_event() -> tuple[str | None, StreamEvent]:
-        return None, events.pop(0) if isinstance(events, list) else await events.get()
-
-    return _response(_body(writer, next_event, cleanup), keepalive_s, headers)
-
-
-def sse_followed(
-    writer: Writer,
-    stream_id: str,
-    events: asyncio.Queue[tuple[int, StreamEvent]],
-    *,
-    keepalive_s: float,
-    headers: Mapping[str, str],
-    cleanup: AsyncExitStack | None = None,
-) -> EventSourceResponse:
-    """Like `sse`, with an `id:` on every event (`STREAM:SEQ`) so a reader can resume after `Last-Event-ID`."""
-
-    async def next_event() -> tuple[str | None, StreamEvent]:
-        seq, event = await events.get()
-        return f"{stream_id}:{seq}", event
-
-    return _response(_body(writer, next_event, cleanup), keepalive_s, headers)
-
-
-async def _body(writer: Writer, next_event: Next, cleanup: AsyncExitStack | None) -> AsyncIterator[ServerSentEvent]:
-    try:
-        for line in writer.start():
-            yield ServerSentEvent(data=line)
-        while True:
-            event_id, event = await next_event()
-            for line in writer.write(event):
-                yield ServerSentEvent(data=line, id=event_id)
-            if isinstance(event, RunFinished):
-                return
-    finally:
-        if cleanup is not None:
-            await cleanup.aclose()
-
-
-def _response(
-    body: AsyncIterator[ServerSentEvent], keepalive_s: float, headers: Mapping[str, str]
-) -> EventSourceResponse:
+    """An SSE response that writes a run's events (each with `id: RUN:SEQ`, for `Last-Event-ID`) until the run
+    finishes or the events end, with keep-alive comments while idle."""
     return EventSourceResponse(
-        body,
+        _body(writer, run_id, events),
         headers=dict(headers),
         ping=keepalive_s,
         ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
         sep="\n",
     )
+
+
+async def _body(writer: Writer, run_id: str, events: Events) -> AsyncIterator[ServerSentEvent]:
+    for line in writer.start():
+        yield ServerSentEvent(data=line)
+    if not isinstance(events, AsyncIterator):
+        events = _aiter(events)
+    try:
+        async for seq, event in events:
+            for line in writer.write(event):
+                yield ServerSentEvent(data=line, id=f"{run_id}:{seq}")
+            if isinstance(event, RunFinished):
+                return
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    for line in writer.end():
+        yield ServerSentEvent(data=line)
+
+
+async def _aiter(events: Iterable[tuple[int, StreamEvent]]) -> AsyncIterator[tuple[int, StreamEvent]]:
+    for item in events:
+        yield item
+
+
+def parse_event_id(value: str | None) -> tuple[str, int] | None:
+    """`RUN:SEQ` from a `Last-Event-ID` header; None when absent or not ours."""
+    if not value:
+        return None
+    run_id, _, seq = value.rpartition(":")
+    return (run_id, int(seq)) if run_id and seq.isdigit() else None

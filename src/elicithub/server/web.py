@@ -10,9 +10,9 @@ from fastapi.responses import FileResponse
 from starlette.staticfiles import StaticFiles
 
 from elicithub.core.events import request_event
-from elicithub.runtime.models import Message
+from elicithub.core.runs import Message
 from elicithub.server.identity import SESSION_COOKIE, SESSION_MAX_AGE_S
-from elicithub.server.routes import HubDep, UserDep
+from elicithub.server.routes import CallerDep, HubDep, UserDep
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "clients" / "web"
 STATIC_PATH = "/static"
@@ -59,13 +59,14 @@ async def me(user: UserDep) -> dict[str, str | None]:
 
 
 @router.get("/run/api/conversations/{conversation_id}")
-async def conversation(conversation_id: str, hub: HubDep, user: UserDep) -> dict[str, Any]:
+async def conversation(conversation_id: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
-    found = await hub.conversations.get(conversation_id, user)
+    found = await hub.conversations.get(caller, conversation_id)
+    pending = await hub.conversations.pending(caller, conversation_id)
     return {
         "id": found.id,
         "messages": [shown for m in found.messages if (shown := _shown(m)) is not None],
-        "pending": [request_event(e) for e in hub.broker.waiting_in(found.id) if e.user_id == user],
+        "pending": [request_event(e) for e in pending],
     }
 
 

@@ -1,24 +1,25 @@
-"""Where elicitations live: the Store protocol and its implementations."""
+"""Where everything the hub keeps lives: one backend per store URL, each holding every record kind."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from elicithub.store.base import Store
-from elicithub.store.memory import MemoryStore
-from elicithub.store.redis import RedisStore
-from elicithub.store.sqlite import SqliteStore
+from elicithub.core.ports import Backend
+from elicithub.errors import StoreUnsupported
+from elicithub.store.memory import MemoryBackend, MemoryStore
+from elicithub.store.redis import RedisBackend, RedisStore
+from elicithub.store.sqlite import SqliteBackend, SqliteStore
 
 
-def open_store(url: str) -> Store:
-    """Open the store a config `store.url` names (memory://, sqlite:///PATH or redis://HOST:PORT/DB)."""
+def open_backend(url: str, *, events_max_len: int = 1000, retention_s: float = 7 * 24 * 3600) -> Backend:
+    """The backend a config `store.url` names: memory://, sqlite:///PATH or redis://HOST:PORT/DB."""
     if url == "memory://":
-        return MemoryStore()
+        return MemoryBackend(events_max_len)
     if url.startswith("sqlite:///"):
-        return SqliteStore(Path(url.removeprefix("sqlite:///")))
+        return SqliteBackend(Path(url.removeprefix("sqlite:///")), events_max_len)
     if url.startswith("redis://"):
-        return RedisStore(url)
-    raise ValueError(f"unsupported store url {url!r}; use memory://, sqlite:///PATH or redis://HOST:PORT/DB")
+        return RedisBackend(url, events_max_len, retention_s)
+    raise StoreUnsupported(f"unsupported store url {url!r}; use memory://, sqlite:///PATH or redis://HOST:PORT/DB")
 
 
-__all__ = ["MemoryStore", "RedisStore", "SqliteStore", "Store", "open_store"]
+__all__ = ["MemoryStore", "RedisStore", "SqliteStore", "open_backend"]

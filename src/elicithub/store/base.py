@@ -1,39 +1,14 @@
-"""The Store protocol: keyed reads and compare-and-set transitions of elicitations, and notices of them."""
+"""What the backends share: in-process resolution notices and append notices for stores of one process."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from datetime import datetime
-from typing import Protocol
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TypeVar
 
 from elicithub.core.bus import EventBus
-from elicithub.core.elicitation import Answer, Elicitation, State
 
-
-class Store(Protocol):
-    async def put(self, elicitation: Elicitation) -> None:
-        """Save a new pending elicitation."""
-
-    async def get(self, elicitation_id: str) -> Elicitation | None: ...
-
-    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
-        """Move a pending elicitation to `state`; False when it was no longer pending (compare-and-set)."""
-
-    async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
-        """Pending elicitations whose deadline has passed."""
-
-    async def purge(self, resolved_before: datetime) -> int:
-        """Forget terminal elicitations resolved before the given time."""
-
-    def resolutions(self) -> AsyncGenerator[str | None, None]:
-        """The ids of elicitations as they reach a terminal state, through any client of this store (this one too).
-
-        The first item is None, once listening has begun; None comes again whenever listening had to start over
-        (a lost connection), since ids resolved in between are not replayed: re-read what you wait for. A store
-        private to one process hears only its own transitions. Close the generator to stop listening.
-        """
-
-    async def close(self) -> None: ...
+T = TypeVar("T")
 
 
 class LocalResolutions:
@@ -50,3 +25,37 @@ class LocalResolutions:
             yield None
             while True:
                 yield await queue.get()
+
+
+class Notifier:
+    """Wakes the readers waiting on a key when something is appended to it (within one process)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+
+    def notify(self, key: str) -> None:
+        for event in self._waiting.get(key, ()):
+            event.set()
+
+    async def wait_for(self, key: str, read: Callable[[], Awaitable[list[T]]], timeout_s: float) -> list[T]:
+        """`read()` once it has something, reading again after each notice on `key`, for up to `timeout_s`."""
+        event = asyncio.Event()
+        waiting = self._waiting.setdefault(key, set())
+        waiting.add(event)
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            while True:
+                event.clear()
+                found = await read()
+                remaining = deadline - loop.time()
+                if found or remaining <= 0:
+                    return found
+                try:
+                    await asyncio.wait_for(event.wait(), remaining)
+                except TimeoutError:
+                    return await read()
+        finally:
+            waiting.discard(event)
+            if not waiting:
+                self._waiting.pop(key, None)

@@ -55,17 +55,21 @@ def _seconds(delta: timedelta) -> int:
     return max(int(delta.total_seconds()), 0) + 1
 
 
+def connect(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis:
+    """A client over a blocking pool: past its size a command waits for a free connection instead of failing at
+    once. The retry policy is the one a plain redis.Redis client has; a pool made apart from the client has none."""
+    retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)
+    pool = redis.BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, decode_responses=True, retry=retry
+    )
+    return redis.Redis.from_pool(pool)
+
+
 class RedisStore:
-    def __init__(self, url: str) -> None:
-        # A blocking pool: past its size a command waits for a free connection instead of failing at once. The
-        # retry policy is the one a plain redis.Redis client has; a pool made apart from the client has none.
-        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)
-        pool = redis.BlockingConnectionPool.from_url(
-            url, max_connections=MAX_CONNECTIONS, decode_responses=True, retry=retry
-        )
-        self._redis: redis.Redis = redis.Redis.from_pool(pool)
+    def __init__(self, url: str, client: redis.Redis | None = None) -> None:
+        self._redis: redis.Redis = client if client is not None else connect(url)
         # Pub/sub channels are not per database, so the database is part of the channel's name.
-        db = pool.connection_kwargs.get("db", 0)
+        db = self._redis.connection_pool.connection_kwargs.get("db", 0)
         self._channel = f"{PREFIX}{db}:resolutions"
         self._closing = False
         self._transition = self._redis.register_script(_TRANSITION)
@@ -173,3 +177,25 @@ async def _closed(pubsub: PubSub) -> None:
         with contextlib.suppress(OSError, redis.RedisError):
             await connection.disconnect(nowait=True)
     await bounded_close(pubsub.aclose())  # type: ignore[no-untyped-call]
+
+
+class RedisBackend:
+    """Every record kind in one Redis database, over one pool (plus one for blocking stream reads)."""
+
+    shared = True
+    durable = True
+
+    def __init__(self, url: str, events_max_len: int = 1000, retention_s: float = 7 * 24 * 3600) -> None:
+        from elicithub.store.redis_records import RedisConversations, RedisEvents, RedisRuns, RedisSecrets
+
+        self.url = url
+        self._redis = connect(url)
+        self.elicitations = RedisStore(url, self._redis)
+        self.runs = RedisRuns(self._redis)
+        self.conversations = RedisConversations(self._redis, retention_s)
+        self.secrets = RedisSecrets(self._redis)
+        self.events = RedisEvents(self._redis, url, events_max_len, retention_s)
+
+    async def close(self) -> None:
+        await self.events.close()
+        await self.elicitations.close()

@@ -47,6 +47,9 @@ class OpenAIChunkWriter:
         if isinstance(event, ElicitationResolved):
             return [self._chunk({"content": json.dumps(resolved_event(event.elicitation_id, event.outcome))})]
         if isinstance(event, RunFinished):
-            return [self._chunk({}, "stop"), DONE]
+            return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.
         return []
+
+    def end(self) -> list[str]:
+        return [self._chunk({}, "stop"), DONE]

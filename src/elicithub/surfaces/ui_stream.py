@@ -27,8 +27,8 @@ def _part(part: dict[str, Any]) -> str:
 
 
 class UIMessageStreamWriter:
-    def __init__(self) -> None:
-        self.message_id = new_id("msg")
+    def __init__(self, message_id: str | None = None) -> None:
+        self.message_id = message_id or new_id("msg")
         self._text_id: str | None = None
         self._texts = 0
 
@@ -76,5 +76,9 @@ class UIMessageStreamWriter:
         if isinstance(event, ElicitationResolved):
             data = resolved_event(event.elicitation_id, event.outcome)
             return [_part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": data})]
-        assert isinstance(event, RunFinished)
+        if isinstance(event, RunFinished):
+            return self.end()
+        return []  # RunStarted, RunPaused: nothing to show
+
+    def end(self) -> list[str]:
         return [*self._end_text(), _part({"type": "finish"}), DONE]

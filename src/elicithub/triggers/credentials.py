@@ -15,7 +15,6 @@ from elicithub.auth.vault import Credential, Vault
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_elicitation
-from elicithub.runtime.runs import Pause
 from elicithub.runtime.tools import CallContext
 
 log = logging.getLogger(__name__)
@@ -102,7 +101,7 @@ class CredentialGate:
         elicitation = new_elicitation(
             conversation_id=context.conversation_id,
             user_id=user_id,
-            stream_id=context.stream_id,
+            run_id=context.run_id,
             mode="url",
             message=f"{server.display_name} requires authentication. Connect your account to continue.",
             timeout_s=self.timeout_s,
@@ -111,12 +110,8 @@ class CredentialGate:
         )
         token = self.links.sign(elicitation.id, user_id)
         elicitation = replace(elicitation, url=f"{self.public_url}/auth/connect?{urlencode({'t': token})}")
-        checkpoint = context.checkpoint
-        resolution = await checkpoint.replay(elicitation) if checkpoint is not None else None
-        if resolution is None:
-            if checkpoint is not None:
-                await checkpoint.pause(Pause("rerun", {"0": elicitation.id}))
-            resolution = await self.broker.request(elicitation)
+        assert context.asker is not None  # can_ask
+        [resolution] = await context.asker.ask([elicitation], trigger="credentials", state={"kind": "rerun"})
         if resolution.outcome == "accepted":
             # The callback stores the token before it resolves the elicitation, so it is there now.
             credential = await self.vault.credential(server.id, user_id)

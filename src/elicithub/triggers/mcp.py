@@ -25,7 +25,7 @@ from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.runtime.models import Message, Model, ToolSpec
-from elicithub.runtime.runs import Pause
+from elicithub.core.runs import Pause
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 
@@ -84,7 +84,7 @@ class Question:
         common: dict[str, Any] = {
             "conversation_id": self.context.conversation_id,
             "user_id": self.context.user_id,
-            "stream_id": self.context.stream_id,
+            "run_id": self.context.run_id,
             "message": params.message,
             "timeout_s": self.timeout_s,
             "context": {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool},
@@ -115,13 +115,9 @@ class Question:
     async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
         """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again."""
         elicitation = self.build(params)
-        checkpoint = self.context.checkpoint
-        if checkpoint is not None:
-            replayed = await checkpoint.replay(elicitation)
-            if replayed is not None:
-                return self.result(elicitation, replayed)
-            await checkpoint.pause(Pause("rerun", {"0": elicitation.id}))
-        return self.result(elicitation, await self.broker.request(elicitation))
+        assert self.context.asker is not None  # build() refuses when the call cannot ask
+        [resolution] = await self.context.asker.ask([elicitation], trigger="mcp", state={"kind": "rerun"})
+        return self.result(elicitation, resolution)
 
     async def ask_all(
         self, requests: dict[str, mt.ElicitRequest], round_: mt.InputRequiredResult, rounds: int
@@ -129,28 +125,27 @@ class Question:
         """One MRTR round: every question is shown at once and answered independently."""
         keys = list(requests)
         elicitations = [self.build(requests[k].params) for k in keys]
-        if self.context.checkpoint is not None:
-            await self.context.checkpoint.pause(
-                Pause(
-                    "mrtr",
-                    {k: e.id for k, e in zip(keys, elicitations, strict=True)},
-                    request_state=round_.request_state,
-                    input_requests=round_.model_dump(by_alias=True, mode="json", exclude_none=True),
-                    rounds=rounds,
-                )
-            )
-        resolutions = await self.broker.request_all(elicitations)
+        assert self.context.asker is not None
+        state = {
+            "kind": "mrtr",
+            "request_state": round_.request_state,
+            "input_requests": round_.model_dump(by_alias=True, mode="json", exclude_none=True),
+            "rounds": rounds,
+        }
+        resolutions = await self.context.asker.ask(elicitations, trigger="mcp", keys=keys, state=state)
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
 
     async def answers_to(self, pause: Pause) -> dict[str, mt.ElicitResult]:
         """The answers to a round asked before a restart: waits for any still open."""
+        assert self.context.asker is not None
         answers: dict[str, mt.ElicitResult] = {}
-        for key, elicitation_id in pause.elicitation_ids.items():
-            elicitation = await self.broker.store.get(elicitation_id)
-            if elicitation is None:
+        for key, resolution in (await self.context.asker.answers(pause)).items():
+            if resolution is None:
                 answers[key] = mt.ElicitResult(action="cancel")
                 continue
-            answers[key] = self.result(elicitation, await self.broker.wait(elicitation_id))
+            elicitation = await self.broker.store.get(resolution.elicitation_id)
+            assert elicitation is not None
+            answers[key] = self.result(elicitation, resolution)
         return answers
 
 
@@ -308,7 +303,7 @@ class McpBridge:
     ) -> ToolOutcome:
         server_id, name = server.id, f"{server.id}.{tool}"
         question = Question(self.broker, context, server_id, tool, self.timeout_s)
-        resume = context.checkpoint.resume_from() if context.checkpoint is not None else None
+        resume = context.asker.resume_from() if context.asker is not None else None
         reset = _call_auth.set(auth)
         try:
             async with self._client(server, question) as client:
@@ -338,9 +333,9 @@ class McpBridge:
         the retry carries that round's `requestState` and the answers given since.
         """
         rounds, delay = 0, _STATE_ONLY_BACKOFF_S[0]
-        if resume is not None and resume.kind == "mrtr" and resume.input_requests is not None:
-            waiting = mt.InputRequiredResult.model_validate(resume.input_requests)
-            rounds = resume.rounds
+        if resume is not None and resume.state.get("kind") == "mrtr" and resume.state.get("input_requests"):
+            waiting = mt.InputRequiredResult.model_validate(resume.state["input_requests"])
+            rounds = int(resume.state.get("rounds", 0))
             answers = await self._fulfil(waiting.input_requests or {}, question, answered=resume)
             if question.failure is not None:
                 raise Refused(question.failure)

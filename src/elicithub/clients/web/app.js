@@ -327,6 +327,7 @@ async function readAgain(reply, conversation, signal) {
     const resumeAfter = position.lastEventId;
     const response = await runStream(conversation, resumeAfter, signal);
     if (response !== null && !response.ok && response.status < 500) return false; // unknown to the hub for us
+    if (response?.status === 204) return true; // nothing runs any more: the run ended meanwhile
     if (response?.ok && (await reply.read(response, position))) return true;
     failures = position.lastEventId === resumeAfter ? failures + 1 : 0;
   }

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tests.conftest import HubFactory, free_port, wait_for_port
-from tests.test_chat_openai import run_answering
+from tests.server.test_chat_openai import run_answering
 
 
 def completion(message: dict[str, Any]) -> dict[str, Any]:

@@ -14,13 +14,13 @@ import pytest
 
 from tests.conftest import USERS, HubFactory, McpProcess, RunningHub, sse_data
 from tests.core_fixtures import RedisServer
-from tests.test_scale_out import ServedHub
+from tests.server.test_scale_out import ServedHub
 
 N = 100
 ALICE = {"authorization": "Bearer alice-secret", "x-supports-elicitation": "true"}
 
 
-Serve = Callable[[Path, str], ServedHub]
+Serve = Callable[..., ServedHub]
 
 
 @pytest.fixture
@@ -28,8 +28,8 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
     """Start `elicithub serve` processes; whatever happens in the test, none outlives it."""
     started: list[ServedHub] = []
 
-    def start(config: Path, name: str) -> ServedHub:
-        hub = ServedHub(config, tmp_path / f"{name}.log")
+    def start(config: Path, name: str, port: int | None = None) -> ServedHub:
+        hub = ServedHub(config, tmp_path / f"{name}.log", port)
         started.append(hub)
         hub.wait()
         return hub
@@ -99,16 +99,17 @@ async def answer_all(url: str, asked: list[dict[str, str]]) -> list[int]:
 
 
 def reattached_text(url: str, conversation: str, deadline_s: float = 60) -> str:
-    """Read the conversation's run again until it has a tool result (the run may still be resuming)."""
+    """The conversation's last answer, once its run has finished (it may still be resuming)."""
     end = time.monotonic() + deadline_s
     while True:
         with httpx.Client(base_url=url, headers=ALICE, timeout=30) as client:
-            with client.stream("GET", f"/run/api/conversations/{conversation}/stream") as response:
-                assert response.status_code == 200, response.read()
-                parts = list(sse_data(response))
-        text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
-        if "Provisioned" in text or "error" in text.lower() or time.monotonic() > end:
-            return text
+            response = client.get(f"/run/api/conversations/{conversation}")
+            assert response.status_code == 200, response.read()
+            messages = response.json()["messages"]
+            with client.stream("GET", f"/run/api/conversations/{conversation}/stream") as running:
+                finished = running.status_code == 204
+        if (finished and messages and messages[-1]["role"] == "assistant") or time.monotonic() > end:
+            return str(messages[-1]["text"]) if messages else ""
         time.sleep(0.2)
 
 
@@ -179,16 +180,30 @@ def test_a_surviving_instance_takes_over_the_runs_of_one_that_died(
         b.stop()
 
 
-@pytest.mark.parametrize("stop", ["kill", "terminate"])
+@pytest.mark.parametrize(("stop", "store"), [("kill", "sqlite"), ("terminate", "sqlite"), ("kill", "redis")])
 def test_after_a_restart_the_fast_path_streams_the_continuation(
-    stop: str, serve: Serve, tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess
+    stop: str,
+    store: str,
+    serve: Serve,
+    tmp_path: Path,
+    legacy_server: McpProcess,
+    mrtr_server: McpProcess,
+    redis_server: RedisServer,
 ) -> None:
-    config = write_config(tmp_path, f"sqlite:///{tmp_path / 'hub.db'}", legacy_server, mrtr_server)
+    if store == "redis":
+        with redis_server.client(4) as client:
+            client.flushdb()
+        url = redis_server.url(4)
+    else:
+        url = f"sqlite:///{tmp_path / 'hub.db'}"
+    # Beats so slow that no takeover could come in time: the restarted hub continues its runs because they are
+    # its own (same instance name, host:port), as it starts.
+    config = write_config(tmp_path, url, legacy_server, mrtr_server, store={"url": url, "heartbeat_s": 30})
     first = serve(config, "first")
-    asked = asyncio.run(raise_questions(first.url, f"fast{stop}", 2))
+    asked = asyncio.run(raise_questions(first.url, f"fast{stop}{store}", 2))
     getattr(first.process, stop)()  # SIGKILL, or SIGTERM: a graceful shutdown keeps the questions open too
     first.process.wait(timeout=20)
-    second = serve(config, "second")
+    second = serve(config, "second", first.port)
     try:
         for q in asked:  # one 2026-07-28 call (retried with its requestState), one 2025-11-25 call (run again)
             part = {
@@ -245,15 +260,15 @@ def test_reattach_replays_the_run_and_resumes_after_last_event_id(hub: RunningHu
         assert client.get("/run/api/conversations/conv-nope/stream").status_code == 404
 
 
-def test_a_run_that_never_paused_can_be_reattached_after_it_finished(make_hub: HubFactory) -> None:
+def test_reattaching_when_no_run_is_active_is_204_on_both_urls(make_hub: HubFactory) -> None:
     hub = make_hub()
     with httpx.Client(base_url=hub.url, headers=ALICE, timeout=30) as client:
         with client.stream("POST", "/run/api/chat", json=ui_body("conv-done", {"type": "text", "text": "hi"})) as r:
-            list(sse_data(r))
-        with client.stream("GET", "/run/api/conversations/conv-done/stream") as response:
-            parts = list(sse_data(response))
-    assert parts[-1]["type"] == "finish"
-    assert any(p["type"] == "text-delta" and "Call a tool with" in p["delta"] for p in parts)
+            assert any(p["type"] == "text-delta" and "Call a tool with" in p["delta"] for p in sse_data(r))
+        # The AI SDK's resumeStream() on page load: nothing runs, so nothing is replayed (no duplicate message).
+        assert client.get("/run/api/conversations/conv-done/stream").status_code == 204
+        assert client.get("/run/api/chat/conv-done/stream").status_code == 204
+        assert client.get("/run/api/chat/conv-never/stream").status_code == 404
 
 
 def test_a_fast_path_answer_leaves_the_continuation_to_a_reattached_reader(hub: RunningHub) -> None:

@@ -21,7 +21,7 @@ from elicithub.core.elicitation import new_elicitation, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.store import RedisStore
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, wait_for_port
-from tests.core_fixtures import SCHEMA, RedisServer
+from tests.core_fixtures import BusSink, SCHEMA, RedisServer
 
 DB = 1  # the store tests empty database 0 for every test
 
@@ -29,8 +29,8 @@ DB = 1  # the store tests empty database 0 for every test
 class ServedHub(HubAddress):
     """`elicithub serve --config FILE` in its own process."""
 
-    def __init__(self, config: Path, log: Path) -> None:
-        super().__init__(free_port())
+    def __init__(self, config: Path, log: Path, port: int | None = None) -> None:
+        super().__init__(port or free_port())
         self.log = log
         command = [sys.executable, "-c", "from elicithub.cli import main; main()", "serve", "--config", str(config)]
         with log.open("wb") as out:
@@ -149,20 +149,72 @@ def test_an_answer_sent_as_a_chat_message_to_b_resumes_the_run_on_a(hubs: tuple[
         with b.client() as other, other.stream("POST", "/run/api/chat", json=message) as on_b:
             parts = [p for p in sse_data(on_b)]
         rest = list(stream)
-    # B has no run to continue, so its stream says the question was resolved and ends; A's run goes on.
+    # A's run goes on, and B's response carries the continuation too: no reader on B follows that run.
     resolved = {"type": "elicitation-resolved", "elicitationId": request["elicitationId"], "outcome": "declined"}
-    assert any(p.get("data") == resolved for p in parts)
+    expected = "Tool error: Provisioning of billing stopped: the user chose decline."
+    assert [p.get("data") for p in parts if p["type"] == "data-elicitation-resolved"] == [resolved]
+    assert "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta") == expected
+    assert parts[-1]["type"] == "finish"
     assert rest[0] == resolved
-    assert "".join(i for i in rest if isinstance(i, str)) == (
-        "Tool error: Provisioning of billing stopped: the user chose decline."
-    )
+    assert "".join(i for i in rest if isinstance(i, str)) == expected
+
+
+def test_a_tab_reloaded_onto_b_sees_the_question_and_the_result(hubs: tuple[ServedHub, ServedHub]) -> None:
+    a, b = hubs
+    body = chat_body('/call mrtr.provision {"name": "reload"}')
+    with a.client() as client, client.stream("POST", "/run/v1/chat/completions", json=body) as response:
+        conversation = response.headers["x-conversation-id"]
+        request = next(items(response))
+    # The tab went away with A's stream; it comes back on B.
+    assert isinstance(request, dict)
+    with b.client() as other:
+        shown = other.get(f"/run/api/conversations/{conversation}").json()
+        assert [e["elicitationId"] for e in shown["pending"]] == [request["elicitationId"]]
+        with other.stream("GET", f"/run/api/conversations/{conversation}/stream") as following:
+            assert following.status_code == 200
+            parts = sse_data(following)
+            seen = []
+            for part in parts:
+                seen.append(part)
+                if part["type"] == "data-elicitation-request":
+                    break
+            assert seen[0]["type"] == "start" and seen[-1]["id"] == request["elicitationId"]
+            answered = a.answer("alice", conversation, request["elicitationId"], "accept", {"region": "us-east-1"})
+            assert answered.status_code == 200
+            rest = list(parts)
+    assert "".join(p.get("delta", "") for p in rest if p["type"] == "text-delta") == "Provisioned reload in us-east-1."
+    assert rest[-1]["type"] == "finish"
+    with b.client() as other:
+        assert other.get(f"/run/api/chat/{conversation}/stream").status_code == 204  # nothing runs any more
+        assert other.get(f"/run/api/conversations/{conversation}").json()["messages"][-1] == {
+            "role": "assistant",
+            "text": "Provisioned reload in us-east-1.",
+        }
+
+
+def test_a_message_on_b_supersedes_the_run_waiting_on_a(hubs: tuple[ServedHub, ServedHub]) -> None:
+    a, b = hubs
+    body = {"id": "conv-moved-on", "messages": [{"role": "user", "parts": [{"type": "text", "text": ""}]}]}
+    body["messages"][0]["parts"][0]["text"] = '/call mrtr.provision {"name": "first"}'
+    with a.client() as client, client.stream("POST", "/run/api/chat", json=body) as first:
+        parts = sse_data(first)
+        request = next(p for p in parts if p["type"] == "data-elicitation-request")
+        body["messages"][0]["parts"][0]["text"] = '/call legacy.echo {"text": "second"}'
+        with b.client() as other, other.stream("POST", "/run/api/chat", json=body) as second:
+            assert second.status_code == 200
+            second_parts = list(sse_data(second))
+        old_rest = list(parts)
+    assert "".join(p.get("delta", "") for p in second_parts if p["type"] == "text-delta") == "echo: second"
+    cancelled = {"type": "elicitation-resolved", "elicitationId": request["id"], "outcome": "cancelled"}
+    assert [p["data"] for p in old_rest if p["type"] == "data-elicitation-resolved"] == [cancelled]
+    assert old_rest[-1]["type"] == "finish"
 
 
 @contextlib.asynccontextmanager
 async def waiting_broker(store_url: str) -> AsyncIterator[Broker]:
     """A third process's view: a broker on the same Redis database, whose run waits here in the test."""
     store = RedisStore(store_url)
-    broker = Broker(store, EventBus[StreamEvent]())
+    broker = Broker(store, BusSink())
     await broker.start()
     try:
         yield broker
@@ -175,17 +227,17 @@ async def wait_on(broker: Broker, timeout_s: float) -> tuple[asyncio.Task[Resolu
     e = new_elicitation(
         conversation_id="conv_scale",
         user_id="alice",
-        stream_id=f"stream_{id(broker)}_{timeout_s}",
+        run_id=f"stream_{id(broker)}_{timeout_s}",
         mode="form",
         message="How many replicas?",
         requested_schema=SCHEMA,
         timeout_s=timeout_s,
     )
-    async with broker.bus.subscribe(e.stream_id) as queue:
+    async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):
             assert await queue.get() == ElicitationRequested(e)
-    return task, e.id, e.stream_id
+    return task, e.id, e.run_id
 
 
 def answer_body(eid: str, content: dict[str, Any] | None = None, action: str = "accept") -> dict[str, Any]:
@@ -210,7 +262,7 @@ def test_fifty_concurrent_different_answers_across_both_hubs_have_one_winner(
         a, b = clients(hubs)
         async with waiting_broker(redis_store_url) as broker, a, b:
             task, eid, stream_id = await wait_on(broker, 60)
-            async with broker.bus.subscribe(stream_id) as queue:
+            async with broker.events.bus.subscribe(stream_id) as queue:
                 with anyio.fail_after(30):
                     responses = await asyncio.gather(
                         *(
@@ -240,7 +292,7 @@ def test_answers_on_both_hubs_racing_the_deadline_end_in_one_state(
             await b.get("/healthz")
             task, eid, stream_id = await wait_on(broker, 0.3)
             e = await broker.lookup(eid, "alice")
-            async with broker.bus.subscribe(stream_id) as queue:
+            async with broker.events.bus.subscribe(stream_id) as queue:
                 # An answer takes a few ms to reach a hub: aim its arrival around the deadline.
                 await anyio.sleep(max((e.expires_at - utcnow()).total_seconds() + offset_ms / 1000, 0))
                 body = answer_body(eid, {"region": "us", "replicas": 1})

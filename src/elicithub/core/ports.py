@@ -1,0 +1,147 @@
+"""What the core needs from storage: one protocol per record kind. Each backend in `store/` implements all of them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime
+from typing import Any, Protocol
+
+from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.events import StreamEvent
+from elicithub.core.runs import ConversationRecord, RunRecord
+
+
+class EventSink(Protocol):
+    """Where the broker shows a question and its end: the stream of the run that asked."""
+
+    async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None: ...
+
+
+class ElicitationStore(Protocol):
+    async def put(self, elicitation: Elicitation) -> None:
+        """Save a new pending elicitation."""
+
+    async def get(self, elicitation_id: str) -> Elicitation | None: ...
+
+    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
+        """Move a pending elicitation to `state`; False when it was no longer pending (compare-and-set)."""
+
+    async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
+        """Pending elicitations whose deadline has passed."""
+
+    async def purge(self, resolved_before: datetime) -> int:
+        """Forget terminal elicitations resolved before the given time."""
+
+    def resolutions(self) -> AsyncGenerator[str | None, None]:
+        """The ids of elicitations as they reach a terminal state, through any client of this store (this one too).
+
+        The first item is None, once listening has begun; None comes again whenever listening had to start over
+        (a lost connection), since ids resolved in between are not replayed: re-read what you wait for. A store
+        private to one process hears only its own transitions. Close the generator to stop listening.
+        """
+
+    async def close(self) -> None: ...
+
+
+class RunStore(Protocol):
+    """Runs by `run_id`."""
+
+    async def save(self, record: RunRecord) -> None: ...
+
+    async def get(self, run_id: str) -> RunRecord | None: ...
+
+    async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
+        """Take over a run from `expected_owner` (compare-and-set): of several claimants exactly one wins."""
+
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        """Runs not finished, preferably of owners other than `other_than` (the caller itself)."""
+
+    async def purge(self, finished_before: float) -> int:
+        """Forget runs that finished before this time (unix seconds)."""
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        """Say that `owner` (a hub instance) is alive for the next `ttl_s` seconds."""
+
+    async def alive(self, owner: str) -> bool:
+        """Whether another hub instance still beats; its runs are taken over when it does not."""
+
+
+class ConversationStore(Protocol):
+    """Conversations by `key` (see `core.runs.conversation_key`), written by compare-and-set on `version`."""
+
+    async def get(self, key: str) -> ConversationRecord | None: ...
+
+    async def put(self, record: ConversationRecord, expected_version: int | None) -> bool:
+        """Write `record` (whose `version` is the new one) if the stored version is `expected_version`.
+
+        `expected_version=None`: only if no conversation has this key yet. False when another writer won.
+        """
+
+    async def purge(self, idle_before: float) -> int:
+        """Forget conversations not written since this time (unix seconds) and without an active run."""
+
+
+class SecretStore(Protocol):
+    """Opaque bytes by key, for the vault (encrypted before they get here)."""
+
+    async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
+
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def take(self, key: str) -> bytes | None:
+        """Read and delete in one step: of several takers of one key exactly one gets the value."""
+
+    async def delete(self, key: str) -> None: ...
+
+
+class EventLog(Protocol):
+    """Bounded, numbered logs of JSON events, one per stream key (a conversation), readable from any instance.
+
+    Sequence numbers start at 1 and grow by one per append on a key; only the last `max_len` (about) are kept.
+    """
+
+    async def append(self, key: str, event: dict[str, Any]) -> int:
+        """Add an event; returns its sequence number."""
+
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        """The kept events with a sequence number above `after`, oldest first."""
+
+    async def wait(
+        self, key: str, after: int, timeout_s: float, limit: int = 1000
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Like `read`, but when there is nothing yet, wait up to `timeout_s` for an append (on any instance)."""
+
+    async def last(self, key: str) -> int:
+        """The sequence number of the newest event (0 when none)."""
+
+
+class Backend(Protocol):
+    """One store URL's backend: every record kind over one connection (pool), closed together."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether several hub processes may use it at once (Redis); memory and SQLite serve one process."""
+
+    @property
+    def durable(self) -> bool:
+        """Whether records outlive the process (SQLite, Redis)."""
+
+    @property
+    def elicitations(self) -> ElicitationStore: ...
+
+    @property
+    def runs(self) -> RunStore: ...
+
+    @property
+    def conversations(self) -> ConversationStore: ...
+
+    @property
+    def secrets(self) -> SecretStore: ...
+
+    @property
+    def events(self) -> EventLog: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,113 @@
+"""Runs and conversations as plain records, and the rules for how a run's status may change (no I/O)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+from urllib.parse import quote
+
+Message = dict[str, Any]
+"""A chat message in OpenAI's shape; tool messages also carry a private `is_error` flag."""
+
+RunStatus = Literal["running", "paused", "finished"]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Where a tool call stopped for input, in the words of the trigger that asked.
+
+    `trigger` names who asked (`mcp`, `credentials`, `a2a`, ...); `state` is whatever that trigger needs to
+    resume (MCP: `{"kind": "mrtr", "request_state", "input_requests", "rounds"}` or `{"kind": "rerun"}`);
+    `elicitation_ids` maps the trigger's key for each question (an `inputRequests` key, or a position) to the
+    hub's elicitation id.
+    """
+
+    trigger: str
+    elicitation_ids: dict[str, str]
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of an agent over a conversation: enough to continue it on any instance, after any restart."""
+
+    run_id: str
+    conversation_id: str
+    user_id: str | None
+    supports_elicitation: bool
+    messages: list[Message]  # up to the assistant message whose tool calls are being made
+    parent_run_id: str | None = None
+    agent: str = "assistant"
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments} of that message
+    call_index: int = 0  # the call in progress; earlier ones have their results in `messages`
+    pause: Pause | None = None
+    status: RunStatus = "running"
+    owner: str = ""  # the instance that runs it
+    updated_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        pause = data.get("pause")
+        return cls(**{**data, "pause": Pause(**pause) if pause else None})
+
+    def with_(self, **changes: Any) -> RunRecord:
+        return replace(self, updated_at=time.time(), **changes)
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """A conversation as the store keeps it: whose it is, what was said, and the one run it may have going.
+
+    `key` is unique across users (Alice's and Bob's `chat-1` are two conversations); `version` grows with
+    every write, so writers compare-and-set on it.
+    """
+
+    key: str
+    id: str
+    user_id: str | None
+    messages: list[Message] = field(default_factory=list)
+    active_run_id: str | None = None
+    active_run_after: int = 0  # the event log's position just before the active run's first event
+    version: int = 0
+    updated_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConversationRecord:
+        return cls(**data)
+
+
+# Run transitions: a run is running, waits (paused) for answers, runs again, and finishes once.
+
+RunChange = Literal["pause", "continue", "finish"]
+
+_NEXT: dict[tuple[RunStatus, RunChange], RunStatus] = {
+    ("running", "pause"): "paused",
+    ("paused", "pause"): "paused",  # a later round of the same call
+    ("paused", "continue"): "running",
+    ("running", "continue"): "running",
+    ("running", "finish"): "finished",
+    ("paused", "finish"): "finished",  # cancelled or taken over while waiting
+}
+
+
+class RunTransitionError(ValueError):
+    """A change that the run's status does not allow (a finished run never runs again)."""
+
+
+def next_status(current: RunStatus, change: RunChange) -> RunStatus:
+    status = _NEXT.get((current, change))
+    if status is None:
+        raise RunTransitionError(f"a {current} run cannot {change}")
+    return status
+
+
+def conversation_key(user_id: str | None, conversation_id: str) -> str:
+    """The store key of a conversation: ids are scoped to their user; anonymous ones share the `~` scope."""
+    return f"~/{conversation_id}" if user_id is None else f"u:{quote(user_id, safe='')}/{conversation_id}"

@@ -1,0 +1,71 @@
+"""One error tree for the whole package: what went wrong, in words a caller can act on (no HTTP in here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HubError(Exception):
+    """Anything elicithub refuses or cannot do; `code` is a stable machine-readable name."""
+
+    code = "error"
+
+
+class BadRequest(HubError):
+    """The input cannot be used as given (a malformed id, a non-finite number, a body that is not JSON)."""
+
+    code = "bad_request"
+
+
+class PayloadTooLarge(BadRequest):
+    code = "payload_too_large"
+
+
+class NotFound(HubError):
+    code = "not_found"
+
+
+class ElicitationNotFound(NotFound):
+    def __init__(self, elicitation_id: str) -> None:
+        super().__init__(f"No elicitation {elicitation_id!r} for this user.")
+
+
+class ConversationNotFound(NotFound):
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"No conversation {conversation_id!r} for this user.")
+
+
+class AlreadyResolved(HubError):
+    code = "already_resolved"
+
+    def __init__(self, elicitation_id: str, outcome: str) -> None:
+        super().__init__(f"Elicitation {elicitation_id!r} was already {outcome} with a different answer.")
+
+
+class Expired(HubError):
+    code = "expired"
+
+    def __init__(self, elicitation_id: str) -> None:
+        super().__init__(f"Elicitation {elicitation_id!r} has expired; the tool call was not completed.")
+
+
+class InvalidContent(HubError):
+    """An answer's content does not fit the question's schema; the question stays open."""
+
+    code = "invalid_content"
+
+    def __init__(self, elicitation_id: str, errors: list[Any]) -> None:
+        super().__init__(f"The content does not match the requested schema of {elicitation_id!r}.")
+        self.errors = errors
+
+
+class KeyUnusable(HubError):
+    """The configured master key cannot be used."""
+
+    code = "key_unusable"
+
+
+class StoreUnsupported(HubError):
+    """A store URL names no backend this hub has."""
+
+    code = "store_unsupported"

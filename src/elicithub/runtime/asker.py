@@ -1,0 +1,105 @@
+"""The one way a tool call asks a person: replay what was answered before, record the pause, ask all, wait."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from elicithub.core.broker import Broker, Resolution
+from elicithub.core.elicitation import Elicitation
+from elicithub.core.events import RunPaused, StreamEvent
+from elicithub.core.runs import Pause
+
+SavePause = Callable[[Pause], Awaitable[None]]
+Emit = Callable[[StreamEvent], Awaitable[object]]
+
+
+async def _nothing(_: Any) -> None:
+    return None
+
+
+class Asker:
+    """One tool call's questions. Every trigger asks through this, so pauses look alike whoever asked.
+
+    `resume` is where the call stopped before the run was interrupted (a restart, another instance): the
+    trigger continues from it, and a question asked again the same way gets the earlier answer instead of
+    being shown twice.
+    """
+
+    def __init__(
+        self,
+        broker: Broker,
+        *,
+        save: SavePause = _nothing,
+        emit: Emit = _nothing,
+        resume: Pause | None = None,
+    ) -> None:
+        self.broker = broker
+        self._save = save
+        self._emit = emit
+        self._resume = resume
+        self._earlier = list(resume.elicitation_ids.values()) if resume is not None else []
+        self.paused = False
+
+    def resume_from(self) -> Pause | None:
+        """Where the interrupted call stopped, the first time the call asks; None afterwards."""
+        resume, self._resume = self._resume, None
+        return resume
+
+    async def ask(
+        self,
+        elicitations: list[Elicitation],
+        *,
+        trigger: str,
+        keys: list[str] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> list[Resolution]:
+        """Ask a round of questions together and wait until each has ended (answered, declined, expired...)."""
+        keys = keys if keys is not None else [str(i) for i in range(len(elicitations))]
+        ids: dict[str, str] = {}
+        fresh: list[Elicitation] = []
+        for key, elicitation in zip(keys, elicitations, strict=True):
+            earlier = await self._asked_before(elicitation)
+            if earlier is None:
+                fresh.append(elicitation)
+            ids[key] = (earlier or elicitation).id
+        await self._save(Pause(trigger, ids, state or {}))
+        self.paused = True
+        for elicitation in fresh:
+            await self.broker.open(elicitation)
+        return await self._wait([ids[k] for k in keys], shown={e.id for e in fresh})
+
+    async def answers(self, pause: Pause) -> dict[str, Resolution | None]:
+        """The answers to a round asked before the run was interrupted, waiting for those still open.
+
+        None for a question the store no longer knows (purged long after it ended).
+        """
+        known: dict[str, str] = {}
+        for key, elicitation_id in pause.elicitation_ids.items():
+            if await self.broker.store.get(elicitation_id) is not None:
+                known[key] = elicitation_id
+        resolutions = await self._wait(list(known.values()), shown=set())
+        by_id = dict(zip(known.values(), resolutions, strict=True))
+        return {key: by_id.get(elicitation_id) for key, elicitation_id in pause.elicitation_ids.items()}
+
+    async def _wait(self, ids: list[str], shown: set[str]) -> list[Resolution]:
+        open_ids = [i for i in ids if i in shown or await self.broker.reopen(i)]
+        if open_ids:
+            await self._emit(RunPaused(tuple(open_ids)))
+        return await self.broker.wait_all(ids)
+
+    async def _asked_before(self, elicitation: Elicitation) -> Elicitation | None:
+        """The same question asked before the interruption, if any (a rerun asks its questions again)."""
+        for elicitation_id in list(self._earlier):
+            old = await self.broker.store.get(elicitation_id)
+            if old is None:
+                self._earlier.remove(elicitation_id)
+            elif (old.mode, old.message, old.requested_schema) == (
+                elicitation.mode,
+                elicitation.message,
+                elicitation.requested_schema,
+            ):
+                self._earlier.remove(elicitation_id)
+                return old
+        return None
+

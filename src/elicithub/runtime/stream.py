@@ -1,0 +1,51 @@
+"""A conversation's event log as runs write it and readers follow it, from any instance."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from elicithub.core.elicitation import Elicitation
+from elicithub.core.events import ElicitationResolved, RunFinished, StreamEvent, from_json, to_json
+from elicithub.core.ports import EventLog
+from elicithub.core.runs import conversation_key
+
+WAIT_S = 30.0
+"""How long one read of the log blocks before it is made again (a reader's keep-alives go on meanwhile)."""
+
+
+class RunStream:
+    """Writes each run's events to its conversation's log, tagged with the run, and follows one run's events."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+
+    async def emit(self, key: str, run_id: str, event: StreamEvent) -> int:
+        return await self.log.append(key, {"run": run_id, **to_json(event)})
+
+    async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
+        """The broker's sink: a question and its end go to the stream of the run that asked."""
+        key = conversation_key(elicitation.user_id, elicitation.conversation_id)
+        await self.emit(key, elicitation.run_id, event)
+
+    async def follow(self, key: str, run_id: str, after: int) -> AsyncIterator[tuple[int, StreamEvent]]:
+        """The run's events after position `after`, as they come, up to and including its RunFinished.
+
+        An end of a question can be announced twice (by the instance that took the answer and by the one whose
+        run waited); readers get the first.
+        """
+        announced: set[str] = set()
+        while True:
+            for seq, data in await self.log.wait(key, after, WAIT_S):
+                after = seq
+                if data.get("run") != run_id:
+                    continue
+                event = from_json(data)
+                if event is None:
+                    continue
+                if isinstance(event, ElicitationResolved):
+                    if event.elicitation_id in announced:
+                        continue
+                    announced.add(event.elicitation_id)
+                yield seq, event
+                if isinstance(event, RunFinished):
+                    return

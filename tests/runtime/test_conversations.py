@@ -1,0 +1,243 @@
+"""The Conversations service without HTTP: send, answer, follow and pending over real backends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elicithub.core.broker import Broker
+from elicithub.core.elicitation import Answer, new_elicitation
+from elicithub.core.events import (
+    ElicitationRequested,
+    ElicitationResolved,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from elicithub.core.ports import Backend
+from elicithub.errors import BadRequest, ConversationNotFound, ElicitationNotFound
+from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.runtime.loop import Runner
+from elicithub.runtime.models import ScriptedModel, ToolSpec
+from elicithub.runtime.stream import RunStream
+from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.store import open_backend
+from tests.core_fixtures import SCHEMA
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Caller("alice", supports_elicitation=True)
+BOB = Caller("bob", supports_elicitation=True)
+ASK = "/call t.ask {}"
+
+
+class AskingTools:
+    """One tool, `t.ask`, that asks which region through the run's asker and returns the answer."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]:
+        return [ToolSpec("t.ask", "Asks for a region.", {"type": "object"}), ToolSpec("t.echo", "Echo.", {})]
+
+    async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        self.calls += 1
+        if name == "t.echo":
+            return ToolOutcome("echoed")
+        assert context.asker is not None and context.user_id is not None
+        question = new_elicitation(
+            conversation_id=context.conversation_id,
+            user_id=context.user_id,
+            run_id=context.run_id,
+            mode="form",
+            message="Which region?",
+            timeout_s=30,
+            requested_schema=SCHEMA,
+        )
+        [resolution] = await context.asker.ask([question], trigger="test")
+        region = (resolution.content or {}).get("region")
+        return ToolOutcome(f"{resolution.outcome}: {region}", is_error=resolution.outcome != "accepted")
+
+
+class Instance:
+    """One hub instance's service over a backend (several may share one)."""
+
+    def __init__(self, backend: Backend, name: str) -> None:
+        self.stream = RunStream(backend.events)
+        self.broker = Broker(backend.elicitations, self.stream, durable=backend.durable)
+        self.tools = AskingTools()
+        runner = Runner(ScriptedModel(), self.tools, self.broker, self.stream, backend.runs, backend.conversations)
+        self.conversations = Conversations(backend, self.broker, runner, self.stream, name)
+
+    async def close(self) -> None:
+        await self.conversations.close()
+        await self.broker.close()
+
+
+@asynccontextmanager
+async def instance(backend: Backend, name: str = "hub-a") -> AsyncIterator[Instance]:
+    made = Instance(backend, name)
+    await made.broker.start()
+    try:
+        yield made
+    finally:
+        await made.close()
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    opened = open_backend("memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'hub.db'}")
+    yield opened
+    await opened.close()
+
+
+async def events_until(followed: AsyncIterator[tuple[int, StreamEvent]], kind: type) -> list[StreamEvent]:
+    seen: list[StreamEvent] = []
+    async with asyncio.timeout(10):
+        async for _, event in followed:
+            seen.append(event)
+            if isinstance(event, kind):
+                return seen
+    return seen
+
+
+async def started(hub: Instance, caller: Caller, conversation: str | None, text: str) -> tuple[str, Any]:
+    sent = await hub.conversations.send(caller, conversation, text)
+    followed = await hub.conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
+    assert followed is not None
+    return sent.conversation_id, followed[1]
+
+
+async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        conversation, events = await started(hub, ALICE, "chat-1", ASK)
+        first = await events_until(events, RunPaused)
+        assert [type(e) for e in first] == [RunStarted, ToolCallStarted, ElicitationRequested, RunPaused]
+        asked = first[2]
+        assert isinstance(asked, ElicitationRequested)
+        assert [e.id for e in await hub.conversations.pending(ALICE, conversation)] == [asked.elicitation.id]
+
+        answered = await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
+        assert answered.resolution.outcome == "accepted" and answered.followed
+        rest = await events_until(events, RunFinished)
+        assert [type(e) for e in rest] == [ElicitationResolved, ToolCallFinished, TextDelta, RunFinished]
+        assert isinstance(rest[2], TextDelta) and rest[2].text == "accepted: eu"
+        assert await hub.conversations.pending(ALICE, conversation) == []
+        record = await hub.conversations.get(ALICE, conversation)
+        assert record.active_run_id is None
+        assert [m["role"] for m in record.messages] == ["user", "assistant", "tool", "assistant"]
+        assert await hub.conversations.follow(ALICE, conversation) is None  # nothing runs: reattach gets 204
+
+
+async def test_a_second_message_cancels_the_question_and_runs_without_waiting(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        conversation, old = await started(hub, ALICE, "chat-2", ASK)
+        asked = [e for e in await events_until(old, RunPaused) if isinstance(e, ElicitationRequested)][0]
+        async with asyncio.timeout(5):  # never waits for the first run
+            _, new = await started(hub, ALICE, conversation, "/call t.echo {}")
+        old_rest = await events_until(old, RunFinished)
+        assert ElicitationResolved(asked.elicitation.id, "cancelled") in old_rest
+        new_events = await events_until(new, RunFinished)
+        assert TextDelta("echoed") in new_events
+        with pytest.raises(Exception, match="already cancelled"):
+            await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
+        for _ in range(50):
+            record = await hub.conversations.get(ALICE, conversation)
+            if record.active_run_id is None:
+                break
+            await asyncio.sleep(0.02)
+        # The superseded run commits nothing: the transcript is the two messages and the new run's work.
+        texts = [m.get("content") for m in record.messages if m["role"] in ("user", "assistant")]
+        assert texts == [ASK, "/call t.echo {}", None, "echoed"]
+
+
+async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        await started(hub, ALICE, "shared-name", "hello")
+        await started(hub, BOB, "shared-name", "hello too")  # Bob is not locked out of the name
+        alice = await hub.conversations.get(ALICE, "shared-name")
+        bob = await hub.conversations.get(BOB, "shared-name")
+        assert alice.key != bob.key
+        assert alice.messages[0]["content"] == "hello" and bob.messages[0]["content"] == "hello too"
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.get(Caller("carol"), "shared-name")
+
+
+async def test_anonymous_callers_get_server_issued_ids(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        anonymous = Caller(None)
+        chosen, _ = await started(hub, anonymous, "guessable", "hi")
+        assert chosen != "guessable" and chosen.startswith("conv_")
+        again, _ = await started(hub, anonymous, chosen, "again")
+        assert again == chosen  # whoever holds the issued id continues it
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.get(ALICE, chosen)
+
+
+@pytest.mark.parametrize("bad", ["", "a" * 129, "emoji-\U0001f600", "cr\r\nlf", "has space", "a:b", "a/b"])
+async def test_bad_conversation_ids_are_refused_before_anything_runs(backend: Backend, bad: str) -> None:
+    async with instance(backend) as hub:
+        with pytest.raises(BadRequest):
+            await hub.conversations.send(ALICE, bad, ASK)
+        assert hub.tools.calls == 0 and hub.conversations.running() == 0
+
+
+async def test_unknown_or_foreign_answers_are_not_found(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        conversation, events = await started(hub, ALICE, "chat-3", ASK)
+        asked = [e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested)][0]
+        with pytest.raises(ElicitationNotFound):
+            await hub.conversations.answer(BOB, asked.elicitation.id, Answer("decline"))
+        with pytest.raises(ElicitationNotFound):
+            await hub.conversations.answer(ALICE, "eli_unknown", Answer("decline"))
+        with pytest.raises(ElicitationNotFound):
+            await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("decline"), "another-conversation")
+        await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("decline"), conversation)
+        assert TextDelta("Tool error: declined: None") in await events_until(events, RunFinished)
+
+
+async def test_another_instance_follows_answers_and_sees_the_continuation(tmp_path: Path) -> None:
+    backend = open_backend(f"sqlite:///{tmp_path / 'hub.db'}")
+    try:
+        async with instance(backend, "hub-a") as a, instance(backend, "hub-b") as b:
+            conversation, _ = await started(a, ALICE, "chat-4", ASK)
+            followed = await b.conversations.follow(ALICE, conversation)  # a reader on B, from the run's start
+            assert followed is not None
+            _, on_b = followed
+            before = await events_until(on_b, RunPaused)
+            asked = next(e for e in before if isinstance(e, ElicitationRequested))
+            assert isinstance(before[0], RunStarted)
+            await b.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "us"}))
+            after = await events_until(on_b, RunFinished)
+            assert TextDelta("accepted: us") in after
+            resolved = [e for e in after if isinstance(e, ElicitationResolved)]
+            assert len(resolved) == 1  # announced by both instances, read once
+    finally:
+        await backend.close()
+
+
+async def test_a_restarted_instance_continues_its_paused_run(tmp_path: Path) -> None:
+    backend = open_backend(f"sqlite:///{tmp_path / 'hub.db'}")
+    try:
+        async with instance(backend, "hub-a") as a:
+            conversation, events = await started(a, ALICE, "chat-5", ASK)
+            asked = next(e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested))
+        # hub-a stopped (its run cancelled, its question kept open); it starts again under the same name.
+        async with instance(backend, "hub-a") as again:
+            assert await again.conversations.recover() == 1
+            followed = await again.conversations.follow(ALICE, conversation)
+            assert followed is not None
+            await again.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
+            assert TextDelta("accepted: eu") in await events_until(followed[1], RunFinished)
+            assert again.tools.calls == 1  # a rerun of the call: asked again, answered from the store
+    finally:
+        await backend.close()

@@ -1,0 +1,82 @@
+"""The stream writers on plain events: what each surface puts on the wire, with no server."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from elicithub.core.elicitation import new_elicitation
+from elicithub.core.events import (
+    ElicitationRequested,
+    ElicitationResolved,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from elicithub.surfaces.openai_sse import OpenAIChunkWriter
+from elicithub.surfaces.ui_stream import UIMessageStreamWriter
+from tests.core_fixtures import SCHEMA
+
+QUESTION = new_elicitation(
+    conversation_id="c", user_id="alice", run_id="run_1", mode="form", message="Which?", timeout_s=60,
+    requested_schema=SCHEMA,
+)
+
+
+def parts(lines: list[str]) -> list[dict]:
+    return [json.loads(line) for line in lines if line != "[DONE]"]
+
+
+def test_ui_writer_names_the_message_and_frames_a_whole_run() -> None:
+    writer = UIMessageStreamWriter("run_1")
+    lines = writer.start()
+    for event in [
+        RunStarted("run_1"),
+        ToolCallStarted("call_1", "mrtr.provision", {"name": "orders"}),
+        ElicitationRequested(QUESTION),
+        RunPaused((QUESTION.id,)),
+        ElicitationResolved(QUESTION.id, "accepted"),
+        ToolCallFinished("call_1", "mrtr.provision", "done", False),
+        TextDelta("done"),
+        RunFinished(),
+    ]:
+        lines += writer.write(event)
+    types = [p["type"] for p in parts(lines)]
+    assert parts(lines)[0] == {"type": "start", "messageId": "run_1"}
+    assert types == [
+        "start",
+        "tool-input-available",
+        "data-elicitation-request",
+        "data-elicitation-resolved",
+        "tool-output-available",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish",
+    ]
+    assert lines[-1] == "[DONE]"
+    request = parts(lines)[2]
+    assert request["id"] == QUESTION.id and request["data"]["requestedSchema"] == SCHEMA
+
+
+def test_ui_writer_without_a_name_makes_one_and_ends_a_cut_stream_cleanly() -> None:
+    writer = UIMessageStreamWriter()
+    assert writer.message_id.startswith("msg_")
+    lines = writer.start() + writer.write(TextDelta("half")) + writer.end()
+    assert [p["type"] for p in parts(lines)] == ["start", "text-start", "text-delta", "text-end", "finish"]
+    assert lines[-1] == "[DONE]"
+
+
+def test_openai_writer_carries_events_as_json_content_and_stops() -> None:
+    writer = OpenAIChunkWriter("scripted")
+    lines = writer.start() + writer.write(ElicitationRequested(QUESTION)) + writer.write(RunPaused((QUESTION.id,)))
+    lines += writer.write(RunFinished())
+    chunks = parts(lines)
+    event = json.loads(chunks[1]["choices"][0]["delta"]["content"])
+    assert event["type"] == "elicitation-request" and event["elicitationId"] == QUESTION.id
+    assert len(chunks) == 3 and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert lines[-1] == "[DONE]"
+    assert QUESTION.expires_at - QUESTION.created_at == timedelta(seconds=60)
