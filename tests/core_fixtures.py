@@ -16,7 +16,8 @@ from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import StreamEvent
 
-from elicithub.store import MemoryStore, RedisStore, SqliteStore
+from elicithub.core.ports import Backend
+from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
 from elicithub.core.ports import ElicitationStore as Store
 from tests.conftest import free_port, wait_for_port
 
@@ -95,3 +96,17 @@ class BusSink:
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
         self.bus.publish(elicitation.run_id, event)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    """Each backend, as `open_backend` makes it (Redis: database 0 of the session's redis-server, emptied)."""
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'hub.db'}"
+    else:
+        url = request.getfixturevalue("redis_url")
+    opened = open_backend(url, events_max_len=100)
+    yield opened
+    await opened.close()

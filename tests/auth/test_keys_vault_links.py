@@ -13,18 +13,16 @@ import anyio
 import pytest
 
 from elicithub.auth.keys import Keys, KeyUnusable, load_keys
-from elicithub.auth.kv import MemoryKV, RedisKV, SecretKV, SqliteKV
+from elicithub.core.ports import Backend, SecretStore
 from elicithub.auth.links import BadLink, LinkSigner
 from elicithub.auth.vault import Credential, SignIn, Vault
 from elicithub.config import SecretsConfig
 from elicithub.server.app import redact_access_log
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def kv(request: pytest.FixtureRequest, tmp_path: Path) -> SecretKV:
-    if request.param == "redis":
-        return RedisKV(request.getfixturevalue("redis_url"))
-    return MemoryKV() if request.param == "memory" else SqliteKV(tmp_path / "hub.db")
+@pytest.fixture
+def kv(backend: Backend) -> SecretStore:
+    return backend.secrets
 
 
 def test_first_run_generates_a_private_key_file_and_reuses_it(tmp_path: Path) -> None:
@@ -47,7 +45,7 @@ def test_key_from_the_environment_wins_and_must_be_long_enough(tmp_path: Path) -
 
 
 @pytest.mark.anyio
-async def test_credentials_are_sealed_per_server_and_user(kv: SecretKV) -> None:
+async def test_credentials_are_sealed_per_server_and_user(kv: SecretStore) -> None:
     vault = Vault(kv, Keys.generate())
     credential = Credential("at-secret-123", refresh_token="rt-secret-456", expires_at=time.time() + 60)
     await vault.save_credential("tracker", "alice", credential)
@@ -64,11 +62,10 @@ async def test_credentials_are_sealed_per_server_and_user(kv: SecretKV) -> None:
     assert await Vault(kv, Keys.generate()).credential("tracker", "alice") is None
     await vault.forget_credential("tracker", "alice")
     assert await vault.credential("tracker", "alice") is None
-    await kv.close()
 
 
 @pytest.mark.anyio
-async def test_a_sign_in_is_taken_once_and_expires(kv: SecretKV) -> None:
+async def test_a_sign_in_is_taken_once_and_expires(kv: SecretStore) -> None:
     vault = Vault(kv, Keys.generate())
     sign_in = SignIn("eli_1", "alice", "tracker", "verifier", "browser-tag")
     await vault.start_sign_in("state-1", sign_in, ttl_s=60)
@@ -78,7 +75,6 @@ async def test_a_sign_in_is_taken_once_and_expires(kv: SecretKV) -> None:
     await anyio.sleep(0.1)
     assert await vault.take_sign_in("state-2") is None
     assert "verifier" not in repr(sign_in)
-    await kv.close()
 
 
 def test_link_tokens_are_opaque_bound_and_short_lived() -> None:

@@ -2,39 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import anyio
 import pytest
 
-from elicithub.runtime.redis_runs import RedisRuns
-from elicithub.runtime.runs import MemoryRuns, Pause, RunRecord, RunStore, SqliteRuns
+from elicithub.core.ports import Backend, RunStore
+from elicithub.core.runs import Pause, RunRecord
+from elicithub.store.redis_records import RedisRuns
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def runs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
-    if request.param == "redis":
-        store: RunStore = RedisRuns(request.getfixturevalue("redis_url"))
-    elif request.param == "sqlite":
-        store = SqliteRuns(tmp_path / "hub.db")
-    else:
-        store = MemoryRuns()
-    yield store
-    await store.close()
+@pytest.fixture
+def runs(backend: Backend) -> RunStore:
+    return backend.runs
 
 
-def record(conversation_id: str = "conv_1", owner: str = "hub_a") -> RunRecord:
+def record(run_id: str = "run_1", owner: str = "hub_a") -> RunRecord:
+    state = {"kind": "mrtr", "request_state": "sealed", "input_requests": {"inputRequests": {}}, "rounds": 1}
     return RunRecord(
-        conversation_id=conversation_id,
+        run_id=run_id,
+        conversation_id="run_1",
         user_id="alice",
-        stream_id="stream_1",
         supports_elicitation=True,
         messages=[{"role": "user", "content": "/call mrtr.provision {}"}],
+        parent_run_id="run_parent",
         tool_calls=[{"id": "call_1", "name": "mrtr.provision", "arguments": {"name": "orders"}}],
-        pause=Pause("mrtr", {"region": "eli_1"}, request_state="sealed", input_requests={"inputRequests": {}}),
+        pause=Pause("mcp", {"region": "eli_1"}, state),
         status="paused",
         owner=owner,
     )
@@ -42,8 +35,8 @@ def record(conversation_id: str = "conv_1", owner: str = "hub_a") -> RunRecord:
 
 async def test_a_record_reads_back_whole(runs: RunStore) -> None:
     await runs.save(record())
-    assert await runs.get("conv_1") == record()
-    assert await runs.get("conv_unknown") is None
+    assert await runs.get("run_1") == record()
+    assert await runs.get("run_unknown") is None
 
 
 async def test_only_one_of_many_claimants_takes_a_run_over(runs: RunStore) -> None:
@@ -51,22 +44,22 @@ async def test_only_one_of_many_claimants_takes_a_run_over(runs: RunStore) -> No
     results: list[bool] = []
 
     async def claim(owner: str) -> None:
-        results.append(await runs.claim("conv_1", "hub_a", owner))
+        results.append(await runs.claim("run_1", "hub_a", owner))
 
     async with anyio.create_task_group() as group:
         for i in range(20):
             group.start_soon(claim, f"hub_{i}")
     assert results.count(True) == 1
-    winner = await runs.get("conv_1")
+    winner = await runs.get("run_1")
     assert winner is not None and winner.owner != "hub_a"
-    assert not await runs.claim("conv_1", "hub_a", "hub_late")  # the expected owner is no longer there
+    assert not await runs.claim("run_1", "hub_a", "hub_late")  # the expected owner is no longer there
 
 
 async def test_finished_runs_are_no_longer_listed(runs: RunStore) -> None:
-    await runs.save(record("conv_1"))
-    await runs.save(record("conv_2"))
-    await runs.save(record("conv_2").with_(status="finished", pause=None))
-    assert [r.conversation_id for r in await runs.unfinished()] == ["conv_1"]
+    await runs.save(record("run_1"))
+    await runs.save(record("run_2"))
+    await runs.save(record("run_2").with_(status="finished", pause=None))
+    assert [r.run_id for r in await runs.unfinished()] == ["run_1"]
     assert await runs.unfinished(other_than="hub_a") == []  # its own runs are not what a hub looks for
 
 
@@ -80,14 +73,14 @@ async def test_liveness(runs: RunStore) -> None:
 
 
 async def test_finished_runs_are_forgotten_after_a_while(runs: RunStore) -> None:
-    await runs.save(record("conv_old").with_(status="finished", pause=None))
-    await runs.save(record("conv_open"))
-    old = await runs.get("conv_old")
+    await runs.save(record("run_old").with_(status="finished", pause=None))
+    await runs.save(record("run_open"))
+    old = await runs.get("run_old")
     assert old is not None
     if isinstance(runs, RedisRuns):
-        ttl = await runs._redis.ttl("elicithub:run:conv_old")
+        ttl = await runs._redis.ttl("elicithub:run:run_old")
         assert 0 < ttl <= 24 * 3600  # Redis expires it by itself
         return
     assert await runs.purge(old.updated_at - 1) == 0
     assert await runs.purge(old.updated_at + 1) == 1
-    assert await runs.get("conv_old") is None and await runs.get("conv_open") is not None
+    assert await runs.get("run_old") is None and await runs.get("run_open") is not None

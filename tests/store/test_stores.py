@@ -1,4 +1,4 @@
-"""MemoryStore, SqliteStore and RedisStore: the same Store contract, plus SQLite persistence and open_store()."""
+"""MemoryStore, SqliteStore and RedisStore: the same Store contract, plus SQLite persistence and open_backend()."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from elicithub.core.elicitation import Answer, Elicitation, State
-from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_store
+from elicithub.errors import StoreUnsupported
+from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
 from elicithub.core.ports import ElicitationStore as Store
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -22,7 +23,7 @@ def make(expires_in: timedelta = timedelta(minutes=10), **overrides: Any) -> Eli
     values: dict[str, Any] = {
         "conversation_id": "conv_1",
         "user_id": "alice",
-        "stream_id": "stream_1",
+        "run_id": "run_1",
         "mode": "form",
         "message": "Which region?",
         "requested_schema": {"type": "object", "properties": {"region": {"type": "string"}}},
@@ -194,48 +195,48 @@ async def test_memory_store_close_forgets_everything() -> None:
     assert await store.get(e.id) is None
 
 
-def test_open_store_memory_url() -> None:
-    assert isinstance(open_store("memory://"), MemoryStore)
+def test_open_backend_memory_url() -> None:
+    backend = open_backend("memory://")
+    assert isinstance(backend.elicitations, MemoryStore) and not backend.durable and not backend.shared
 
 
 @pytest.mark.anyio
-async def test_open_store_sqlite_url_with_absolute_path(tmp_path: Path) -> None:
+async def test_open_backend_sqlite_url_with_absolute_path(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "hub.db"
-    store = open_store(f"sqlite:///{path}")
+    backend = open_backend(f"sqlite:///{path}")
     try:
-        assert isinstance(store, SqliteStore)
+        assert isinstance(backend.elicitations, SqliteStore) and backend.durable
         assert path.exists()
         e = make()
-        await store.put(e)
-        assert await store.get(e.id) == e
+        await backend.elicitations.put(e)
+        assert await backend.elicitations.get(e.id) == e
     finally:
-        await store.close()
+        await backend.close()
 
 
 @pytest.mark.anyio
-async def test_open_store_sqlite_url_with_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_open_backend_sqlite_url_with_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    store = open_store("sqlite:///.elicithub/hub.db")
+    backend = open_backend("sqlite:///.elicithub/hub.db")
     try:
-        assert isinstance(store, SqliteStore)
         assert (tmp_path / ".elicithub" / "hub.db").exists()
     finally:
-        await store.close()
+        await backend.close()
 
 
 @pytest.mark.anyio
-async def test_open_store_redis_url(redis_url: str) -> None:
-    store = open_store(redis_url)
+async def test_open_backend_redis_url(redis_url: str) -> None:
+    backend = open_backend(redis_url)
     try:
-        assert isinstance(store, RedisStore)
+        assert isinstance(backend.elicitations, RedisStore) and backend.shared
         e = make()
-        await store.put(e)
-        assert await store.get(e.id) == e
+        await backend.elicitations.put(e)
+        assert await backend.elicitations.get(e.id) == e
     finally:
-        await store.close()
+        await backend.close()
 
 
 @pytest.mark.parametrize("url", ["redis:/localhost:6379/0", "sqlite://hub.db", "memory:", "", "postgres://x/y"])
-def test_open_store_rejects_unsupported_urls(url: str) -> None:
-    with pytest.raises(ValueError, match="unsupported store url"):
-        open_store(url)
+def test_open_backend_rejects_unsupported_urls_never_falling_back_to_memory(url: str) -> None:
+    with pytest.raises(StoreUnsupported, match="unsupported store url"):
+        open_backend(url)
