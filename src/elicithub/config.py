@@ -58,6 +58,10 @@ class StreamsConfig(_Strict):
     keepalive_s: float = Field(default=15, gt=0)
 
 
+class LimitsConfig(_Strict):
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)  # larger request bodies get 413
+
+
 class ConversationsConfig(_Strict):
     """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
 
@@ -146,6 +150,7 @@ class Config(_Strict):
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
     conversations: ConversationsConfig = ConversationsConfig()
+    limits: LimitsConfig = LimitsConfig()
     mcp_servers: list[McpServerConfig] = []
     secrets: SecretsConfig = SecretsConfig()
     demo: DemoConfig = DemoConfig()

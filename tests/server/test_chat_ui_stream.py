@@ -237,10 +237,14 @@ def test_idle_stream_carries_keep_alive_comments(make_hub: HubFactory) -> None:
 
 def test_conversations_belong_to_their_user(hub: RunningHub) -> None:
     with hub.client("alice") as alice:
-        alice.post("/run/api/chat", json=ui_body("conv-private", text_part("hello"))).read()
+        alice.post("/run/api/chat", json=ui_body("conv-private", text_part("hello alice"))).read()
     with hub.client("bob") as bob:
-        response = bob.post("/run/api/chat", json=ui_body("conv-private", text_part("hello")))
-    assert response.status_code == 404
+        # The same id is Bob's own conversation: he neither sees Alice's nor locks her out of hers.
+        assert bob.get("/run/api/conversations/conv-private").status_code == 404
+        assert bob.post("/run/api/chat", json=ui_body("conv-private", text_part("hello bob"))).status_code == 200
+        assert bob.get("/run/api/conversations/conv-private").json()["messages"][0]["text"] == "hello bob"
+    with hub.client("alice") as alice:
+        assert alice.get("/run/api/conversations/conv-private").json()["messages"][0]["text"] == "hello alice"
 
 
 def test_bad_bearer_token_is_401_and_errors_are_json(hub: RunningHub) -> None:

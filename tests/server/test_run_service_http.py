@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from tests.conftest import RunningHub, sse_data
+from tests.conftest import HubFactory, RunningHub, sse_data
 from tests.server.test_chat_ui_stream import ask, text_of, text_part, ui_body
 
 
@@ -28,7 +29,7 @@ def test_bad_conversation_ids_are_400_and_leave_no_question(hub: RunningHub) -> 
             assert "conversation id" in response.json()["error"]["message"]
         header = client.post(
             "/run/v1/chat/completions",
-            headers={"x-conversation-id": "emoji-\u00e9"},
+            headers={"x-conversation-id": "emoji-\u00e9".encode()},
             json={"stream": True, "messages": [{"role": "user", "content": '/call mrtr.provision {"name": "x"}'}]},
         )
         assert header.status_code == 400
@@ -121,3 +122,21 @@ def test_no_conversation_lives_in_the_process_once_its_run_is_over(hub: RunningH
                 list(sse_data(r))
         health = client.get("/healthz").json()
     assert health["runs"] == 0 and health["openStreams"] == 0
+
+
+def test_bodies_over_the_limit_are_413_declared_or_streamed(make_hub: HubFactory) -> None:
+    hub = make_hub(limits={"max_body_bytes": 10_000})
+    big = json.dumps(ui_body("conv-big", text_part("x" * 20_000))).encode()
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit must count what streams in
+        for start in range(0, len(big), 4096):
+            yield big[start : start + 4096]
+
+    with hub.client() as client:
+        declared = client.post("/run/api/chat", content=big, headers={"content-type": "application/json"})
+        streamed = client.post("/run/api/chat", content=chunks(), headers={"content-type": "application/json"})
+        small = client.post("/run/api/chat", json=ui_body("conv-small", text_part("hi")))
+    for response in (declared, streamed):
+        assert response.status_code == 413
+        assert response.json()["error"]["code"] == "payload_too_large"
+    assert small.status_code == 200

@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from elicithub.config import ModelConfig
-
-Message = dict[str, Any]
-"""A chat message in OpenAI's shape; tool messages also carry a private `is_error` flag."""
-
+from elicithub.core import jsonwire
+from elicithub.core.runs import Message
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -64,7 +62,9 @@ class ScriptedModel:
         if name not in {t.name for t in tools}:
             return ModelTurn(text=f"There is no tool {name}. {_help(tools)}")
         try:
-            arguments = json.loads(raw)
+            arguments = jsonwire.loads(raw)
+        except jsonwire.NonFinite:
+            return ModelTurn(text=f"The arguments for {name} hold a non-finite number (NaN or Infinity); use a number.")
         except json.JSONDecodeError as exc:
             return ModelTurn(text=f"The arguments for {name} are not valid JSON ({exc.msg}).")
         if not isinstance(arguments, dict):

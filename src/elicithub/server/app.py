@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from elicithub.config import Config
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, NotFound, PayloadTooLarge
 from elicithub.server import routes, web
 from elicithub.server.hub import Hub
+from elicithub.server.limits import BodyLimit
 
 
 STATUSES: list[tuple[type[HubError], int]] = [
@@ -30,8 +32,15 @@ STATUSES: list[tuple[type[HubError], int]] = [
 """How the package's errors map to HTTP statuses (the first match wins); anything else is a 500."""
 
 
+class ErrorResponse(JSONResponse):
+    """JSON in ASCII: an error may quote what a client sent, lone surrogates included, and must still encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
+    return ErrorResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -69,6 +78,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
 
     app = FastAPI(title="elicithub", version="0.1.0", lifespan=lifespan)
     app.state.hub = hub
+    app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
     app.include_router(pages.router)
     redact_access_log()

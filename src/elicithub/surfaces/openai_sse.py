@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from elicithub.core.elicitation import new_id
+from elicithub.core.jsonwire import dumps
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -34,7 +34,7 @@ class OpenAIChunkWriter:
             "model": self.model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
-        return json.dumps(chunk, separators=(",", ":"))
+        return dumps(chunk)
 
     def start(self) -> list[str]:
         return [self._chunk({"role": "assistant", "content": ""})]
@@ -43,9 +43,9 @@ class OpenAIChunkWriter:
         if isinstance(event, TextDelta):
             return [self._chunk({"content": event.text})]
         if isinstance(event, ElicitationRequested):
-            return [self._chunk({"content": json.dumps(request_event(event.elicitation))})]
+            return [self._chunk({"content": dumps(request_event(event.elicitation))})]
         if isinstance(event, ElicitationResolved):
-            return [self._chunk({"content": json.dumps(resolved_event(event.elicitation_id, event.outcome))})]
+            return [self._chunk({"content": dumps(resolved_event(event.elicitation_id, event.outcome))})]
         if isinstance(event, RunFinished):
             return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from elicithub.core.elicitation import new_id
+from elicithub.core.jsonwire import dumps
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -23,7 +23,7 @@ DONE = "[DONE]"
 
 
 def _part(part: dict[str, Any]) -> str:
-    return json.dumps(part, separators=(",", ":"))
+    return dumps(part)
 
 
 class UIMessageStreamWriter:

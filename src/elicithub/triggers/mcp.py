@@ -24,7 +24,8 @@ from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.schema import SchemaError, validate_requested_schema
-from elicithub.runtime.models import Message, Model, ToolSpec
+from elicithub.core.runs import Message
+from elicithub.runtime.models import Model, ToolSpec
 from elicithub.core.runs import Pause
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused

@@ -1,0 +1,23 @@
+"""JSON as the hub writes it on a wire: compact, and never a bare NaN or Infinity (which browsers cannot parse)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class NonFinite(ValueError):
+    """A number that JSON cannot carry (NaN, Infinity)."""
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def _refuse(token: str) -> Any:
+    raise NonFinite(f"{token} is not a number JSON can carry")
+
+
+def loads(text: str) -> Any:
+    """Parse JSON, refusing NaN and Infinity."""
+    return json.loads(text, parse_constant=_refuse)
