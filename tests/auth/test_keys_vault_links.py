@@ -108,3 +108,19 @@ def test_access_log_keeps_auth_queries_out() -> None:
     line = access_line("/auth/callback?code=c0de&state=st4te")
     assert "c0de" not in line and "/auth/callback?[redacted]" in line
     assert "/healthz?x=1" in access_line("/healthz?x=1")
+
+
+def test_hubs_starting_at_once_all_get_the_one_key_written_whole(tmp_path: Path) -> None:
+    import multiprocessing
+
+    config = SecretsConfig(key_env="ELICITHUB_TEST_UNSET_KEY", key_file=str(tmp_path / "fresh" / "secret.key"))
+    context = multiprocessing.get_context("fork")
+    with context.Pool(8) as pool:
+        derived = pool.map(_derive_session_key, [config] * 32)
+    assert len(set(derived)) == 1  # nobody failed, and everybody read the same key
+    assert stat.S_IMODE((tmp_path / "fresh" / "secret.key").stat().st_mode) == 0o600
+    assert [p.name for p in (tmp_path / "fresh").iterdir()] == ["secret.key"]  # no temp file left behind
+
+
+def _derive_session_key(config: SecretsConfig) -> bytes:
+    return load_keys(config, environ={}).derive("session")

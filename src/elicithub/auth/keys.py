@@ -6,6 +6,7 @@ import base64
 import logging
 import os
 import secrets
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -13,12 +14,11 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from elicithub.config import SecretsConfig
+from elicithub.errors import KeyUnusable
+
+__all__ = ["KeyUnusable", "Keys", "load_keys"]
 
 log = logging.getLogger(__name__)
-
-
-class KeyUnusable(Exception):
-    """The configured key cannot be used."""
 
 
 class Keys:
@@ -59,18 +59,29 @@ def load_keys(config: SecretsConfig, environ: Mapping[str, str] | None = None) -
         return Keys(master)
     path = Path(config.key_file)
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another process made it first; read theirs
-        else:
-            with os.fdopen(fd, "w") as f:
-                f.write(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode() + "\n")
-            log.info("generated a new master key in %s", path)
+        _generate(path)
     if path.stat().st_mode & 0o077:
         log.warning("%s is readable by other users; chmod 600 it", path)
     master = _decode(path.read_text())
     if len(master) < 32:
         raise KeyUnusable(f"{path}: the key must be at least 32 bytes")
     return Keys(master)
+
+
+def _generate(path: Path) -> None:
+    """Write a new key file atomically: whole in a private temp file, then linked into place. Of hubs starting at
+    once exactly one key wins, and nobody ever reads a half-written file (they read the winner's)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temp = tempfile.mkstemp(prefix=".secret-", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(temp, path)  # fails if another process put its key there first
+        except FileExistsError:
+            return
+        log.info("generated a new master key in %s", path)
+    finally:
+        os.unlink(temp)

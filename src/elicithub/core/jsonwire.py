@@ -10,8 +10,9 @@ class NonFinite(ValueError):
     """A number that JSON cannot carry (NaN, Infinity)."""
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+def dumps(value: Any, *, compact: bool = True) -> str:
+    """`compact=False` keeps json.dumps' usual separators, which the OpenAI surface's event text has always had."""
+    return json.dumps(value, separators=(",", ":") if compact else None, allow_nan=False)
 
 
 def _refuse(token: str) -> Any:

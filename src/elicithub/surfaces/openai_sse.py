@@ -43,9 +43,9 @@ class OpenAIChunkWriter:
         if isinstance(event, TextDelta):
             return [self._chunk({"content": event.text})]
         if isinstance(event, ElicitationRequested):
-            return [self._chunk({"content": dumps(request_event(event.elicitation))})]
+            return [self._chunk({"content": dumps(request_event(event.elicitation), compact=False)})]
         if isinstance(event, ElicitationResolved):
-            return [self._chunk({"content": dumps(resolved_event(event.elicitation_id, event.outcome))})]
+            return [self._chunk({"content": dumps(resolved_event(event.elicitation_id, event.outcome), compact=False)})]
         if isinstance(event, RunFinished):
             return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.
