@@ -207,8 +207,12 @@ class Conversations:
         """Continue the unfinished runs of instances that are gone (and this one's own, after a restart)."""
         runs = self.backend.runs
         taken = 0
-        for record in await runs.unfinished():
-            if record.run_id in self._tasks:
+        for listed in await runs.unfinished():
+            if listed.run_id in self._tasks:
+                continue
+            # Read it again now that it is known not to run here: a run of ours may have finished since the list.
+            record = await runs.get(listed.run_id)
+            if record is None or record.status == "finished":
                 continue
             if record.owner != self.instance and await runs.alive(record.owner):
                 continue
