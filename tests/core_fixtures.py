@@ -15,10 +15,9 @@ import redis
 from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import StreamEvent
-
 from elicithub.core.ports import Backend
-from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
 from elicithub.core.ports import ElicitationStore as Store
+from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
 from tests.conftest import free_port, wait_for_port
 
 SCHEMA: dict[str, Any] = {

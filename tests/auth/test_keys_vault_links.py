@@ -13,10 +13,10 @@ import anyio
 import pytest
 
 from elicithub.auth.keys import Keys, KeyUnusable, load_keys
-from elicithub.core.ports import Backend, SecretStore
 from elicithub.auth.links import BadLink, LinkSigner
 from elicithub.auth.vault import Credential, SignIn, Vault
 from elicithub.config import SecretsConfig
+from elicithub.core.ports import Backend, SecretStore
 from elicithub.server.app import redact_access_log
 
 

@@ -11,14 +11,13 @@ import anyio
 import pytest
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitation, utcnow
-from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
-from elicithub.core.schema import FieldError
-from elicithub.store import MemoryStore
 from elicithub.core.ports import ElicitationStore as Store
-from tests.core_fixtures import BusSink, SCHEMA
+from elicithub.core.schema import FieldError
+from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
+from elicithub.store import MemoryStore
+from tests.core_fixtures import SCHEMA, BusSink
 
 EU = Answer("accept", {"region": "eu"})
 

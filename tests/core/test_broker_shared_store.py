@@ -17,12 +17,11 @@ import anyio
 import pytest
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Answer, State, utcnow
-from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
-from elicithub.store import RedisStore
 from elicithub.core.ports import ElicitationStore as Store
+from elicithub.errors import AlreadyResolved, Expired, NotFound
+from elicithub.store import RedisStore
 from tests.core.test_broker import EU, drain, finish, question, state_of
 from tests.core_fixtures import BusSink, RedisServer
 

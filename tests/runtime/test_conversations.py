@@ -141,7 +141,7 @@ async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(back
 async def test_a_second_message_cancels_the_question_and_runs_without_waiting(backend: Backend) -> None:
     async with instance(backend) as hub:
         conversation, old = await started(hub, ALICE, "chat-2", ASK)
-        asked = [e for e in await events_until(old, RunPaused) if isinstance(e, ElicitationRequested)][0]
+        asked = next(e for e in await events_until(old, RunPaused) if isinstance(e, ElicitationRequested))
         async with asyncio.timeout(5):  # never waits for the first run
             _, new = await started(hub, ALICE, conversation, "/call t.echo {}")
         old_rest = await events_until(old, RunFinished)
@@ -194,7 +194,7 @@ async def test_bad_conversation_ids_are_refused_before_anything_runs(backend: Ba
 async def test_unknown_or_foreign_answers_are_not_found(backend: Backend) -> None:
     async with instance(backend) as hub:
         conversation, events = await started(hub, ALICE, "chat-3", ASK)
-        asked = [e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested)][0]
+        asked = next(e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested))
         with pytest.raises(ElicitationNotFound):
             await hub.conversations.answer(BOB, asked.elicitation.id, Answer("decline"))
         with pytest.raises(ElicitationNotFound):

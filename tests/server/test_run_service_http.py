@@ -39,7 +39,10 @@ def test_bad_conversation_ids_are_400_and_leave_no_question(hub: RunningHub) -> 
 
 def test_the_same_conversation_id_is_two_conversations_for_two_users(hub: RunningHub) -> None:
     for user, text in (("bob", "hello from bob"), ("alice", "hello from alice")):
-        with hub.client(user) as client, client.stream("POST", "/run/api/chat", json=ui_body("chat-1", text_part(text))) as r:
+        with (
+            hub.client(user) as client,
+            client.stream("POST", "/run/api/chat", json=ui_body("chat-1", text_part(text))) as r,
+        ):
             assert r.status_code == 200
             list(sse_data(r))
     for user, text in (("alice", "hello from alice"), ("bob", "hello from bob")):
@@ -71,9 +74,12 @@ def test_a_double_click_does_not_wait_and_cancels_the_first_question(hub: Runnin
     reader = threading.Thread(target=lambda: old.extend(stream.rest()))
     reader.start()
     started = time.monotonic()
-    with hub.client() as client, client.stream(
-        "POST", "/run/api/chat", json=ui_body("conv-double", text_part('/call mrtr.provision {"name": "twice"}'))
-    ) as second:
+    with (
+        hub.client() as client,
+        client.stream(
+            "POST", "/run/api/chat", json=ui_body("conv-double", text_part('/call mrtr.provision {"name": "twice"}'))
+        ) as second,
+    ):
         assert second.status_code == 200
         parts = sse_data(second)
         again = next(p for p in parts if p["type"] == "data-elicitation-request")
@@ -103,10 +109,14 @@ def test_a_lone_surrogate_in_answer_content_is_422_not_500(hub: RunningHub) -> N
 
 
 def test_non_finite_numbers_in_call_arguments_never_reach_a_stream(hub: RunningHub) -> None:
-    with hub.client() as client, client.stream(
-        "POST", "/run/api/chat", json=ui_body("conv-nan", text_part('/call legacy.echo {"text": NaN}'))
-    ) as response:
+    with (
+        hub.client() as client,
+        client.stream(
+            "POST", "/run/api/chat", json=ui_body("conv-nan", text_part('/call legacy.echo {"text": NaN}'))
+        ) as response,
+    ):
         raw = [line for line in response.iter_lines() if line.startswith("data: ")]
+
     def refuse(token: str) -> Any:
         raise AssertionError(f"a bare {token} on the stream")
 
@@ -121,7 +131,7 @@ def test_no_conversation_lives_in_the_process_once_its_run_is_over(hub: RunningH
             with client.stream("POST", "/run/api/chat", json=ui_body(f"conv-mem-{i}", text_part("hi"))) as r:
                 list(sse_data(r))
         health = client.get("/healthz").json()
-    assert health["runs"] == 0 and health["openStreams"] == 0
+    assert health["runs"] == 0 and health["openStreams"] == 0 and health["reattachedStreams"] == 0
 
 
 def test_bodies_over_the_limit_are_413_declared_or_streamed(make_hub: HubFactory) -> None:

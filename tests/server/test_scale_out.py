@@ -16,12 +16,11 @@ import httpx
 import pytest
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import new_elicitation, utcnow
-from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
+from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.store import RedisStore
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, wait_for_port
-from tests.core_fixtures import BusSink, SCHEMA, RedisServer
+from tests.core_fixtures import SCHEMA, BusSink, RedisServer
 
 DB = 1  # the store tests empty database 0 for every test
 

@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
 from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
-from elicithub.core.ports import ElicitationStore as Store
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -21,7 +21,12 @@ from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 from tests.core_fixtures import SCHEMA
 
 QUESTION = new_elicitation(
-    conversation_id="c", user_id="alice", run_id="run_1", mode="form", message="Which?", timeout_s=60,
+    conversation_id="c",
+    user_id="alice",
+    run_id="run_1",
+    mode="form",
+    message="Which?",
+    timeout_s=60,
     requested_schema=SCHEMA,
 )
 

@@ -192,7 +192,7 @@ def test_a_broken_reattached_stream_resumes_after_the_last_event_it_read(hub: Ru
     prompt.get_by_role("button", name="Submit").click()
     expect(page.locator(".message.assistant > .text", has_text="Provisioned orders in eu-west-1.")).to_have_count(1)
     expect_closed(page, ".prompt", "accepted")
-    assert cut[0].startswith("stream_")
+    assert cut[0].startswith("run_")
     assert resumed_after == cut
     expect(page.locator(".prompt")).to_have_count(1)
     expect(page.locator(".tool")).to_have_count(0)

@@ -106,9 +106,7 @@ class EventLog(Protocol):
     async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
         """The kept events with a sequence number above `after`, oldest first."""
 
-    async def wait(
-        self, key: str, after: int, timeout_s: float, limit: int = 1000
-    ) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
         """Like `read`, but when there is nothing yet, wait up to `timeout_s` for an append (on any instance)."""
 
     async def last(self, key: str) -> int:

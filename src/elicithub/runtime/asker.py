@@ -102,4 +102,3 @@ class Asker:
                 self._earlier.remove(elicitation_id)
                 return old
         return None
-

@@ -68,6 +68,7 @@ class Conversations:
         self.instance = instance
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._readers: Counter[str] = Counter()
+        self._reader_kinds: Counter[str] = Counter()
 
     # -- the four operations
 
@@ -134,7 +135,8 @@ class Conversations:
             if run_id is None:
                 return None
             after = resume[1] if resume is not None and resume[0] == run_id else conversation.active_run_after
-        return run_id, self._follow(conversation.key, run_id, after or 0)
+            return run_id, self._follow(conversation.key, run_id, after, "reattached")
+        return run_id, self._follow(conversation.key, run_id, after or 0, "chat")
 
     async def pending(self, caller: Caller, conversation_id: str) -> list[Elicitation]:
         """The questions the conversation's run waits on now, oldest first."""
@@ -187,18 +189,21 @@ class Conversations:
         # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
         self._tasks[record.run_id] = asyncio.create_task(run())
 
-    async def _follow(self, key: str, run_id: str, after: int) -> Followed:
+    async def _follow(self, key: str, run_id: str, after: int, kind: str) -> Followed:
         self._readers[run_id] += 1
+        self._reader_kinds[kind] += 1
         try:
             async for item in self.stream.follow(key, run_id, after):
                 yield item
         finally:
+            self._reader_kinds[kind] -= 1
             self._readers[run_id] -= 1
             if self._readers[run_id] <= 0:
                 del self._readers[run_id]
 
-    def readers(self) -> int:
-        return sum(self._readers.values())
+    def readers(self, kind: str) -> int:
+        """Streams open here: `chat` (a response to a message or an answer) or `reattached`."""
+        return self._reader_kinds[kind]
 
     def running(self) -> int:
         return len(self._tasks)

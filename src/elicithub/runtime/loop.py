@@ -141,7 +141,11 @@ def _assistant_calls(text: str | None, calls: list[dict[str, Any]]) -> Message:
         "role": "assistant",
         "content": text,
         "tool_calls": [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
             for c in calls
         ],
     }

@@ -12,6 +12,7 @@ from elicithub.config import ModelConfig
 from elicithub.core import jsonwire
 from elicithub.core.runs import Message
 
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str

@@ -20,7 +20,6 @@ from elicithub.server import routes, web
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
 
-
 STATUSES: list[tuple[type[HubError], int]] = [
     (PayloadTooLarge, 413),
     (BadRequest, 400),

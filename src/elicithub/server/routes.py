@@ -99,7 +99,8 @@ async def healthz(hub: HubDep) -> dict[str, Any]:
         "status": "ok",
         "instance": hub.instance,
         "pendingElicitations": hub.broker.pending_here(),
-        "openStreams": hub.conversations.readers(),
+        "openStreams": hub.conversations.readers("chat"),
+        "reattachedStreams": hub.conversations.readers("reattached"),
         "runs": hub.conversations.running(),
     }
 

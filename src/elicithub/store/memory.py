@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator
@@ -162,9 +161,7 @@ class MemoryEvents:
         _, ring = self._logs.get(key, (0, ()))
         return [item for item in ring if item[0] > after][:limit]
 
-    async def wait(
-        self, key: str, after: int, timeout_s: float, limit: int = 1000
-    ) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:

@@ -171,9 +171,7 @@ class RedisEvents:
         entries = await self._redis.xrange(self._keys(key)[0], min=f"({after}-1", count=limit)
         return _decoded(entries)
 
-    async def wait(
-        self, key: str, after: int, timeout_s: float, limit: int = 1000
-    ) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
         stream = self._keys(key)[0]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s

@@ -222,7 +222,8 @@ class SqliteConversations:
         def write(db: sqlite3.Connection) -> bool:
             if expected_version is None:
                 cursor = db.execute(
-                    "INSERT OR IGNORE INTO conversations (version, active, updated_at, data, key) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO conversations (version, active, updated_at, data, key) "
+                    "VALUES (?, ?, ?, ?, ?)",
                     row,
                 )
             else:
@@ -321,9 +322,7 @@ class SqliteEvents:
 
         return [(int(seq), json.loads(data)) for seq, data in await self._run(read)]
 
-    async def wait(
-        self, key: str, after: int, timeout_s: float, limit: int = 1000
-    ) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from elicithub.core.elicitation import new_id
-from elicithub.core.jsonwire import dumps
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -16,6 +15,7 @@ from elicithub.core.events import (
     request_event,
     resolved_event,
 )
+from elicithub.core.jsonwire import dumps
 
 DONE = "[DONE]"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from elicithub.core.elicitation import new_id
-from elicithub.core.jsonwire import dumps
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -17,6 +16,7 @@ from elicithub.core.events import (
     request_event,
     resolved_event,
 )
+from elicithub.core.jsonwire import dumps
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 DONE = "[DONE]"

@@ -23,10 +23,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation
+from elicithub.core.runs import Message, Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
-from elicithub.core.runs import Message
 from elicithub.runtime.models import Model, ToolSpec
-from elicithub.core.runs import Pause
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 
