@@ -111,7 +111,8 @@ class Runner:
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "content": outcome.text, "is_error": outcome.is_error}
             )
-            record = current.with_(messages=list(messages), call_index=index + 1, pause=None, status="running")
+            status = next_status(current.status, "continue")
+            record = current.with_(messages=list(messages), call_index=index + 1, pause=None, status=status)
             await self.runs.save(record)
         return record
 
@@ -133,7 +134,8 @@ class Runner:
             )
             if await self.conversations.put(done, conversation.version):
                 break
-        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status="finished"))
+        finished = next_status(record.status, "finish")
+        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
 
 
 def _assistant_calls(text: str | None, calls: list[dict[str, Any]]) -> Message:

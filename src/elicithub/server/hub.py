@@ -22,11 +22,12 @@ from elicithub.demo.launcher import demo_entries, demo_urls
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
+from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
 from elicithub.store import open_backend
 from elicithub.triggers.credentials import CredentialGate
-from elicithub.triggers.mcp import McpBridge
+from elicithub.triggers.mcp import downstream_client, mcp_triggers
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +80,17 @@ class Hub:
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
         )
-        self.tools = McpBridge(
+        self.http = downstream_client(config.elicitation.timeout_s)
+        triggers = mcp_triggers(
             config.mcp_servers,
             self.broker,
+            self.http,
             timeout_s=config.elicitation.timeout_s,
             max_rounds=config.elicitation.max_rounds,
             sampler=self.model,
             gate=gate,
         )
+        self.tools = ToolRouter(list(triggers))
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
@@ -115,6 +119,7 @@ class Hub:
         await self.conversations.close()
         await self.broker.close()
         await self.tools.close()
+        await self.http.aclose()
         if self._demo is not None:
             await self._demo.aclose()
         await self.backend.close()

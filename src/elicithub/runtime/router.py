@@ -1,0 +1,64 @@
+"""The tool router: every trigger registered under its prefix, behind the run loop's `Tools` protocol.
+
+A trigger is anything that runs tools for an agent and may ask a person on the way (a downstream MCP server, an
+A2A agent, a delegated agent). Adding one is registering it here; the run loop never changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from elicithub.runtime.models import ToolSpec
+from elicithub.runtime.tools import CallContext, ToolOutcome
+
+log = logging.getLogger(__name__)
+
+
+class Trigger(Protocol):
+    """Tools under one prefix (`PREFIX.tool`); `list_tools` and `call` take the tool names without it."""
+
+    @property
+    def prefix(self) -> str: ...
+
+    async def list_tools(self, context: CallContext | None) -> list[ToolSpec]: ...
+
+    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome: ...
+
+    async def close(self) -> None: ...
+
+
+class ToolRouter:
+    def __init__(self, triggers: list[Trigger] | None = None) -> None:
+        self._triggers: dict[str, Trigger] = {}
+        for trigger in triggers or []:
+            self.register(trigger)
+
+    def register(self, trigger: Trigger) -> None:
+        if trigger.prefix in self._triggers:
+            raise ValueError(f"two triggers under the prefix {trigger.prefix!r}")
+        self._triggers[trigger.prefix] = trigger
+
+    async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]:
+        """Every trigger's tools, qualified by its prefix; a trigger that cannot list them now is left out."""
+        triggers = list(self._triggers.values())
+        listed = await asyncio.gather(*(t.list_tools(context) for t in triggers), return_exceptions=True)
+        specs: list[ToolSpec] = []
+        for trigger, result in zip(triggers, listed, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("%s is unavailable: %s", trigger.prefix, result)
+                continue
+            specs.extend(ToolSpec(f"{trigger.prefix}.{t.name}", t.description, t.input_schema) for t in result)
+        return specs
+
+    async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        prefix, _, tool = name.partition(".")
+        trigger = self._triggers.get(prefix)
+        if trigger is None or not tool:
+            return ToolOutcome(f"There is no tool {name}.", is_error=True)
+        return await trigger.call(tool, arguments, context)
+
+    async def close(self) -> None:
+        for trigger in self._triggers.values():
+            await trigger.close()

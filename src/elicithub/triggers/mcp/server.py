@@ -1,0 +1,282 @@
+"""One downstream MCP server as a trigger: lists its tools, calls them, and drives their questions in either era."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+import httpx2
+import mcp_types as mt
+from mcp import Client, StdioServerParameters
+from mcp.client import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+
+from elicithub.config import McpServerConfig
+from elicithub.core.broker import Broker
+from elicithub.core.runs import Message, Pause
+from elicithub.runtime.models import Model, ToolSpec
+from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.triggers.credentials import CredentialGate, CredentialRefused
+from elicithub.triggers.http import CallAuth, authorized
+from elicithub.triggers.mcp.questions import Question, Refused
+from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
+
+log = logging.getLogger(__name__)
+
+TOOLS_TTL_S = 30.0
+
+
+class McpServerTrigger:
+    """The tools of one configured MCP server, under its id."""
+
+    def __init__(
+        self,
+        server: McpServerConfig,
+        broker: Broker,
+        http: httpx2.AsyncClient,
+        *,
+        timeout_s: float,
+        max_rounds: int,
+        sampler: Model | None,
+        gate: CredentialGate | None = None,
+    ) -> None:
+        self.server = server
+        self.broker = broker
+        self.http = http
+        self.timeout_s = timeout_s
+        self.max_rounds = max_rounds
+        self.sampler = sampler
+        self.gate = gate
+        self._tools: tuple[float, list[ToolSpec]] | None = None
+        self._listing = asyncio.Lock()
+
+    @property
+    def prefix(self) -> str:
+        return self.server.id
+
+    async def close(self) -> None:
+        return None  # the HTTP client is shared; whoever made it closes it
+
+    def _client(self, question: Question | None = None) -> Client:
+        if self.server.url is not None:
+            target: Any = streamable_http_client(self.server.url, http_client=self.http)
+        else:
+            assert self.server.command is not None
+            target = StdioServerParameters(command=self.server.command[0], args=self.server.command[1:])
+
+        async def on_elicit(
+            context: ClientRequestContext, params: mt.ElicitRequestParams
+        ) -> mt.ElicitResult | mt.ErrorData:
+            if question is None:
+                return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
+            try:
+                return await question.ask(params)
+            except Refused as exc:
+                question.failure = str(exc)
+                return mt.ErrorData(code=mt.INVALID_REQUEST, message=str(exc))
+
+        return Client(
+            target,
+            mode=self.server.protocol,
+            elicitation_callback=on_elicit,
+            sampling_callback=self._sample,
+            list_roots_callback=_no_roots,
+            cache=None,
+        )
+
+    # -- listing
+
+    async def list_tools(self, context: CallContext | None) -> list[ToolSpec]:
+        if self._tools is not None and time.monotonic() - self._tools[0] < TOOLS_TTL_S:
+            return self._tools[1]
+        # One listing at a time: a burst of runs (a restart resuming hundreds) shares one answer.
+        async with self._listing:
+            if self._tools is not None and time.monotonic() - self._tools[0] < TOOLS_TTL_S:
+                return self._tools[1]
+            return await self._list(context)
+
+    async def _list(self, context: CallContext | None) -> list[ToolSpec]:
+        server = self.server
+        cached = self._tools[1] if self._tools is not None else None
+        header = await self._listing_authorization(context)
+        if server.credential_scope != "none" and header is None:
+            # Never call a protected server without its token: offer what we know of its tools.
+            return cached if cached is not None else self._declared()
+        with authorized(CallAuth(header)) as auth:
+            try:
+                async with self._client() as client:
+                    listed = await client.list_tools()
+            except Exception:
+                if auth.rejected and server.credential_scope == "user":
+                    return cached if cached is not None else self._declared()
+                raise
+        specs = [ToolSpec(t.name, t.description or t.title or t.name, dict(t.input_schema)) for t in listed.tools]
+        self._tools = (time.monotonic(), specs)
+        return specs
+
+    def _declared(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.description or t.name, dict(t.input_schema)) for t in self.server.tools]
+
+    async def _listing_authorization(self, context: CallContext | None) -> str | None:
+        server = self.server
+        if self.gate is None or server.credential_scope == "none":
+            return None
+        if server.credential_scope == "project":
+            try:
+                return await self.gate.authorization(server, "tools/list", context or _NOBODY)
+            except CredentialRefused:
+                return None
+        if context is None or context.user_id is None:
+            return None
+        credential = await self.gate.usable(server, context.user_id)
+        return None if credential is None else f"Bearer {credential.access_token}"
+
+    # -- calling
+
+    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        server = self.server
+        if self.gate is None or server.credential_scope == "none":
+            return await self._call(tool, arguments, context, CallAuth(None))
+        for reconnect in (False, True):
+            try:
+                header = await self.gate.authorization(server, tool, context, reconnect=reconnect)
+            except CredentialRefused as exc:
+                return ToolOutcome(str(exc), is_error=True)
+            auth = CallAuth(header)
+            outcome = await self._call(tool, arguments, context, auth)
+            if not auth.rejected:
+                return outcome
+            log.info("%s rejected the credential for %s", server.id, tool)
+            if server.credential_scope != "user":
+                break
+        return ToolOutcome(f"{server.display_name} rejected the credential for {server.id}.{tool}.", is_error=True)
+
+    async def _call(self, tool: str, arguments: dict[str, Any], context: CallContext, auth: CallAuth) -> ToolOutcome:
+        server_id = self.server.id
+        question = Question(self.broker, context, server_id, tool, self.timeout_s)
+        resume = context.asker.resume_from() if context.asker is not None else None
+        try:
+            with authorized(auth):
+                async with self._client(question) as client:
+                    result = await self._rounds(client, tool, arguments, question, resume)
+        except Exception as exc:
+            refused = _leaf(exc)
+            if isinstance(refused, Refused):
+                return ToolOutcome(str(refused), is_error=True)
+            if isinstance(refused, RoundsExceeded):
+                return ToolOutcome(
+                    f"Tool {server_id}.{tool} kept asking for input for more than {self.max_rounds} rounds; "
+                    "the call was stopped.",
+                    is_error=True,
+                )
+            if question.failure is not None:
+                return ToolOutcome(question.failure, is_error=True)
+            if auth.rejected:
+                return ToolOutcome("unauthorized", is_error=True)
+            log.warning("call to %s.%s failed: %s", server_id, tool, _reason(exc))
+            return ToolOutcome(f"The MCP server {server_id} failed during {tool}: {_reason(exc)}", is_error=True)
+        if question.failure is not None:
+            return ToolOutcome(question.failure, is_error=True)
+        return ToolOutcome(_text(result), is_error=bool(result.is_error))
+
+    async def _rounds(
+        self, client: Client, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None
+    ) -> mt.CallToolResult:
+        """The call, its 2026-07-28 rounds asked of the person; with an `mrtr` resume point (after a restart), it
+        goes on from the round it waited in, answered with what was given since."""
+
+        async def retry(
+            responses: mt.InputResponses | None, request_state: str | None
+        ) -> mt.CallToolResult | mt.InputRequiredResult:
+            return await client.session.call_tool(
+                tool, arguments, input_responses=responses, request_state=request_state, allow_input_required=True
+            )
+
+        answered = resume if resume is not None and resume.state.get("kind") == "mrtr" else None
+
+        async def fulfil(round_: mt.InputRequiredResult, rounds: int) -> mt.InputResponses:
+            nonlocal answered
+            responses = await self._fulfil(round_, question, rounds, answered)
+            answered = None
+            if question.failure is not None:
+                raise Refused(question.failure)
+            return responses
+
+        if answered is not None and answered.state.get("input_requests"):
+            waiting = mt.InputRequiredResult.model_validate(answered.state["input_requests"])
+            rounds = int(answered.state.get("rounds", 1)) - 1
+            return await drive_rounds(waiting, fulfil=fulfil, retry=retry, max_rounds=self.max_rounds, rounds=rounds)
+        first = await retry(None, None)
+        return await drive_rounds(first, fulfil=fulfil, retry=retry, max_rounds=self.max_rounds)
+
+    async def _fulfil(
+        self, round_: mt.InputRequiredResult, question: Question, rounds: int, answered: Pause | None
+    ) -> mt.InputResponses:
+        requests = round_.input_requests or {}
+        elicits = {k: r for k, r in requests.items() if isinstance(r, mt.ElicitRequest)}
+        responses: mt.InputResponses = {}
+        for key, request in requests.items():
+            if isinstance(request, mt.ListRootsRequest):
+                responses[key] = mt.ListRootsResult(roots=[])
+            elif isinstance(request, mt.CreateMessageRequest):
+                sampled = await self._sample(None, request.params)
+                if isinstance(sampled, mt.ErrorData):
+                    raise Refused(f"Tool {question.server_id}.{question.tool} needs sampling: {sampled.message}")
+                responses[key] = sampled
+        if answered is not None:
+            responses.update(await question.answers_to(answered))
+        elif elicits:
+            responses.update(await question.ask_all(elicits, round_, rounds))
+        return responses
+
+    async def _sample(
+        self, context: ClientRequestContext | None, params: mt.CreateMessageRequestParams
+    ) -> mt.CreateMessageResult | mt.ErrorData:
+        """A server's sampling request, answered by the hub's own model."""
+        if self.sampler is None:
+            return mt.ErrorData(code=mt.INVALID_REQUEST, message="This hub has no model for sampling.")
+        messages: list[Message] = []
+        if params.system_prompt:
+            messages.append({"role": "system", "content": params.system_prompt})
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            text = "\n".join(b.text for b in blocks if isinstance(b, mt.TextContent))
+            messages.append({"role": message.role, "content": text})
+        turn = await self.sampler.complete(messages, [])
+        return mt.CreateMessageResult(
+            role="assistant",
+            content=mt.TextContent(type="text", text=turn.text or ""),
+            model=self.sampler.name,
+            stop_reason="endTurn",
+        )
+
+
+_NOBODY = CallContext("", "", None, False)
+
+
+async def _no_roots(context: ClientRequestContext) -> mt.ListRootsResult:
+    return mt.ListRootsResult(roots=[])
+
+
+def _text(result: mt.CallToolResult) -> str:
+    parts = [b.text for b in result.content if isinstance(b, mt.TextContent)]
+    if parts:
+        return "\n".join(parts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content)
+    return ""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside the groups task groups wrap it in."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _reason(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    return str(leaf) or type(leaf).__name__

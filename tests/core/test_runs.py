@@ -1,0 +1,47 @@
+"""Run records, conversation keys and the run status rule, as plain values."""
+
+from __future__ import annotations
+
+import pytest
+
+from elicithub.core.runs import (
+    ConversationRecord,
+    Pause,
+    RunRecord,
+    RunTransitionError,
+    conversation_key,
+    next_status,
+)
+
+
+def test_a_run_pauses_continues_and_finishes_once() -> None:
+    assert next_status("running", "pause") == "paused"
+    assert next_status("paused", "pause") == "paused"  # the next round of the same call
+    assert next_status("paused", "continue") == "running"
+    assert next_status("running", "finish") == "finished"
+    assert next_status("paused", "finish") == "finished"
+    for change in ("pause", "continue", "finish"):
+        with pytest.raises(RunTransitionError):
+            next_status("finished", change)  # type: ignore[arg-type]
+
+
+def test_records_survive_their_json_form() -> None:
+    run = RunRecord(
+        "run_1",
+        "chat-1",
+        "alice",
+        True,
+        [{"role": "user", "content": "hi"}],
+        parent_run_id="run_0",
+        pause=Pause("mcp", {"region": "eli_1"}, {"kind": "mrtr", "request_state": "s", "rounds": 2}),
+        status="paused",
+    )
+    assert RunRecord.from_json(run.to_json()) == run
+    conversation = ConversationRecord("u:alice/chat-1", "chat-1", "alice", active_run_id="run_1", version=3)
+    assert ConversationRecord.from_json(conversation.to_json()) == conversation
+
+
+def test_conversation_keys_are_scoped_to_users_and_cannot_collide() -> None:
+    assert conversation_key("alice", "chat-1") != conversation_key("bob", "chat-1")
+    assert conversation_key(None, "chat-1") != conversation_key("~", "chat-1")
+    assert conversation_key("a/b", "c") != conversation_key("a", "b/c")

@@ -1,0 +1,168 @@
+"""The round driver, the recognition rule and the tool router on plain values; an MCP trigger against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import mcp_types as mt
+import pytest
+
+from elicithub.config import McpServerConfig
+from elicithub.core.broker import Broker
+from elicithub.core.elicitation import Answer
+from elicithub.core.events import ElicitationRequested, RunPaused
+from elicithub.runtime.asker import Asker
+from elicithub.runtime.models import ToolSpec
+from elicithub.runtime.router import ToolRouter
+from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.store import MemoryStore
+from elicithub.triggers.mcp import RoundsExceeded, downstream_client, drive_rounds, is_input_required, mcp_triggers
+from tests.conftest import McpProcess
+
+pytestmark = pytest.mark.anyio
+
+
+def round_(state: str | None, **requests: str) -> mt.InputRequiredResult:
+    asks = {
+        key: mt.ElicitRequest(params=mt.ElicitRequestFormParams(message=m, requested_schema={"type": "object"}))
+        for key, m in requests.items()
+    }
+    return mt.InputRequiredResult(input_requests=asks or None, request_state=state)
+
+
+def done(text: str) -> mt.CallToolResult:
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)])
+
+
+async def test_each_round_is_answered_by_key_and_its_state_echoed() -> None:
+    rounds = [round_("s1", region="Which region?", size="How big?"), round_("s2", confirm="Sure?"), done("ok")]
+    asked: list[tuple[list[str], int]] = []
+    retried: list[tuple[Any, str | None]] = []
+
+    async def fulfil(r: mt.InputRequiredResult, n: int) -> mt.InputResponses:
+        asked.append((sorted(r.input_requests or {}), n))
+        return {k: mt.ElicitResult(action="accept", content={"v": k}) for k in r.input_requests or {}}
+
+    async def retry(responses: mt.InputResponses | None, state: str | None) -> Any:
+        retried.append((sorted(responses or {}), state))
+        return rounds[len(retried)]
+
+    result = await drive_rounds(rounds[0], fulfil=fulfil, retry=retry, max_rounds=5)
+    assert result == done("ok")
+    assert asked == [(["region", "size"], 1), (["confirm"], 2)]
+    assert retried == [(["region", "size"], "s1"), (["confirm"], "s2")]
+
+
+async def test_a_state_only_round_is_retried_without_asking() -> None:
+    results = [round_("wait"), round_("wait"), done("ready")]
+    calls: list[Any] = []
+
+    async def fulfil(r: mt.InputRequiredResult, n: int) -> mt.InputResponses:
+        raise AssertionError("nothing to ask")
+
+    async def retry(responses: mt.InputResponses | None, state: str | None) -> Any:
+        calls.append((responses, state))
+        return results[len(calls)]
+
+    assert await drive_rounds(results[0], fulfil=fulfil, retry=retry, max_rounds=5) == done("ready")
+    assert calls == [(None, "wait"), (None, "wait")]
+
+
+async def test_a_server_that_keeps_asking_is_stopped_at_the_cap() -> None:
+    async def fulfil(r: mt.InputRequiredResult, n: int) -> mt.InputResponses:
+        return {}
+
+    async def retry(responses: mt.InputResponses | None, state: str | None) -> Any:
+        return round_("again", q="Again?")
+
+    with pytest.raises(RoundsExceeded):
+        await drive_rounds(round_("s", q="?"), fulfil=fulfil, retry=retry, max_rounds=3)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"inputRequests": {"a": {}}, "requestState": "s"}, True),
+        ({"requestState": "s"}, True),
+        ({"inputRequests": {"a": {}}}, True),
+        ({"inputRequests": {}, "requestState": ""}, False),
+        ({"inputRequests": [], "requestState": 3}, False),
+        ({"content": [{"type": "text", "text": "hi"}]}, False),
+    ],
+)
+def test_what_counts_as_input_required(data: dict[str, Any], expected: bool) -> None:
+    assert is_input_required(data) is expected
+
+
+class Fixed:
+    def __init__(self, prefix: str, fail: bool = False) -> None:
+        self.prefix = prefix
+        self.fail = fail
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def list_tools(self, context: CallContext | None) -> list[ToolSpec]:
+        if self.fail:
+            raise ConnectionError("down")
+        return [ToolSpec("do", "Does it.", {"type": "object"})]
+
+    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        self.calls.append((tool, arguments))
+        return ToolOutcome(f"{self.prefix} did {tool}")
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_the_router_dispatches_by_prefix_and_skips_a_trigger_that_cannot_list() -> None:
+    a, b, down = Fixed("a"), Fixed("b"), Fixed("down", fail=True)
+    router = ToolRouter([a, b, down])
+    assert [t.name for t in await router.list_tools()] == ["a.do", "b.do"]
+    context = CallContext("c", "run_1", "alice", True)
+    assert await router.call("b.do", {"x": 1}, context) == ToolOutcome("b did do")
+    assert b.calls == [("do", {"x": 1})] and a.calls == []
+    assert (await router.call("nope.do", {}, context)).is_error
+    assert (await router.call("a", {}, context)).is_error
+    with pytest.raises(ValueError, match="two triggers"):
+        router.register(Fixed("a"))
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    async def publish(self, elicitation: Any, event: Any) -> None:
+        self.events.append(event)
+
+
+async def test_an_mcp_trigger_asks_through_the_asker_and_gets_the_answer(mrtr_server: McpProcess) -> None:
+    sink = Recorded()
+    broker = Broker(MemoryStore(), sink)
+    await broker.start()
+    http = downstream_client(60)
+    emitted: list[Any] = []
+
+    async def emit(event: Any) -> None:
+        emitted.append(event)
+
+    [trigger] = mcp_triggers(
+        [McpServerConfig(id="mrtr", url=mrtr_server.url)], broker, http, timeout_s=60, max_rounds=5, sampler=None
+    )
+    context = CallContext("conv", "run_1", "alice", True, Asker(broker, emit=emit))
+    try:
+        call = asyncio.create_task(trigger.call("provision", {"name": "orders"}, context))
+        with anyio.fail_after(10):
+            while not emitted:
+                await asyncio.sleep(0.01)
+        [paused] = emitted
+        assert isinstance(paused, RunPaused)
+        asked = next(e for e in sink.events if isinstance(e, ElicitationRequested))
+        assert asked.elicitation.context["trigger"] == "mcp_elicitation"
+        await broker.respond(paused.elicitation_ids[0], Answer("accept", {"region": "eu-west-1"}), "alice")
+        with anyio.fail_after(10):
+            outcome = await call
+        assert outcome == ToolOutcome("Provisioned orders in eu-west-1.")
+    finally:
+        await http.aclose()
+        await broker.close()
