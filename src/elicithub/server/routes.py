@@ -13,6 +13,7 @@ from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationResolved
 from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
+from elicithub.server.openapi import EventStream, errors, stream
 from elicithub.server.streaming import Writer, parse_event_id, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
@@ -66,8 +67,8 @@ class ChatCompletionsBody(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str | None = None
-    messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
+    messages: list[ChatMessage] = Field(min_length=1, description="The last message must be the user's.")
+    stream: bool = Field(False, description="Must be true: this endpoint only streams.")
 
 
 class UIMessage(BaseModel):
@@ -81,8 +82,8 @@ class UIMessage(BaseModel):
 class UIChatBody(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    id: str = Field(min_length=1)
-    messages: list[UIMessage] = Field(min_length=1)
+    id: str = Field(min_length=1, description="The conversation: 1-128 characters of A-Z a-z 0-9 . _ ~ -")
+    messages: list[UIMessage] = Field(min_length=1, description="The last message must be the user's.")
 
 
 def _parse_answer(raw: Any) -> ElicitationResponse:
@@ -105,7 +106,7 @@ async def healthz(hub: HubDep) -> dict[str, Any]:
     }
 
 
-@router.post("/run/api/elicitation-responses")
+@router.post("/run/api/elicitation-responses", responses=errors(400, 401, 404, 409, 410, 413, 422))
 async def elicitation_responses(body: ResponseBody, hub: HubDep, caller: CallerDep) -> dict[str, str]:
     answer = Answer(body.action, body.content)
     answered = await hub.conversations.answer(caller, body.elicitationId, answer, body.conversationId)
@@ -167,7 +168,11 @@ def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) ->
     return text
 
 
-@router.post("/run/v1/chat/completions")
+@router.post(
+    "/run/v1/chat/completions",
+    response_class=EventStream,
+    responses=stream("`chat.completion.chunk` events, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
+)
 async def chat_completions(body: ChatCompletionsBody, request: Request, hub: HubDep, caller: CallerDep) -> Response:
     if not body.stream:
         raise HTTPException(400, "stream: this endpoint only streams; set stream to true.")
@@ -190,7 +195,11 @@ def _ui_text(message: UIMessage) -> str | ElicitationResponse:
     return "".join(str(p.get("text", "")) for p in message.parts if p.get("type") == "text")
 
 
-@router.post("/run/api/chat")
+@router.post(
+    "/run/api/chat",
+    response_class=EventStream,
+    responses=stream("The AI SDK UI message stream, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
+)
 async def ui_chat(body: UIChatBody, hub: HubDep, caller: CallerDep) -> Response:
     last = body.messages[-1]
     if last.role != "user":
@@ -198,8 +207,17 @@ async def ui_chat(body: UIChatBody, hub: HubDep, caller: CallerDep) -> Response:
     return await _chat(hub, caller, body.id, _ui_text(last), UIMessageStreamWriter, UI_HEADERS)
 
 
-@router.get("/run/api/conversations/{conversation_id}/stream")
-@router.get("/run/api/chat/{conversation_id}/stream")
+_REATTACH: dict[str, Any] = {
+    "response_class": EventStream,
+    "responses": {
+        **stream("The active run, replayed then followed, as a UI message stream.", 400, 401, 404, 422),
+        204: {"description": "No run is active in this conversation."},
+    },
+}
+
+
+@router.get("/run/api/conversations/{conversation_id}/stream", **_REATTACH)
+@router.get("/run/api/chat/{conversation_id}/stream", **_REATTACH)
 async def reattach(conversation_id: str, request: Request, hub: HubDep, caller: CallerDep) -> Response:
     """Read a conversation's active run again (UI message stream), from its start or after `Last-Event-ID`;
     204 when no run is active."""

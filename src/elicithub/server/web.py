@@ -12,6 +12,7 @@ from starlette.staticfiles import StaticFiles
 from elicithub.core.events import request_event
 from elicithub.core.runs import Message
 from elicithub.server.identity import SESSION_COOKIE, SESSION_MAX_AGE_S
+from elicithub.server.openapi import errors
 from elicithub.server.routes import CallerDep, HubDep, UserDep
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "clients" / "web"
@@ -58,7 +59,7 @@ async def me(user: UserDep) -> dict[str, str | None]:
     return {"user": user}
 
 
-@router.get("/run/api/conversations/{conversation_id}")
+@router.get("/run/api/conversations/{conversation_id}", responses=errors(400, 401, 404, 422))
 async def conversation(conversation_id: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
     found = await hub.conversations.get(caller, conversation_id)

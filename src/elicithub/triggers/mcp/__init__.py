@@ -26,9 +26,7 @@ def mcp_triggers(
 ) -> list[McpServerTrigger]:
     """One trigger per server, all on `http` (see `downstream_client`; inject another, e.g. to record traffic)."""
     return [
-        McpServerTrigger(
-            server, broker, http, timeout_s=timeout_s, max_rounds=max_rounds, sampler=sampler, gate=gate
-        )
+        McpServerTrigger(server, broker, http, timeout_s=timeout_s, max_rounds=max_rounds, sampler=sampler, gate=gate)
         for server in servers
     ]
 
