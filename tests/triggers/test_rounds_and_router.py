@@ -142,9 +142,11 @@ async def test_an_mcp_trigger_asks_through_the_asker_and_gets_the_answer(mrtr_se
     await broker.start()
     http = downstream_client(60)
     emitted: list[Any] = []
+    paused_now = asyncio.Event()
 
     async def emit(event: Any) -> None:
         emitted.append(event)
+        paused_now.set()
 
     [trigger] = mcp_triggers(
         [McpServerConfig(id="mrtr", url=mrtr_server.url)], broker, http, timeout_s=60, max_rounds=5, sampler=None
@@ -153,8 +155,7 @@ async def test_an_mcp_trigger_asks_through_the_asker_and_gets_the_answer(mrtr_se
     try:
         call = asyncio.create_task(trigger.call("provision", {"name": "orders"}, context))
         with anyio.fail_after(10):
-            while not emitted:
-                await asyncio.sleep(0.01)
+            await paused_now.wait()
         [paused] = emitted
         assert isinstance(paused, RunPaused)
         asked = next(e for e in sink.events if isinstance(e, ElicitationRequested))
