@@ -26,7 +26,7 @@ import httpx
 from processes import cpu_seconds, machine_ticks, pct, serve, shares, start_redis, stop, wait_for_port
 
 from elicithub.core.elicitation import State, new_elicitation
-from elicithub.store import open_store
+from elicithub.store import open_backend
 
 TOKEN = "alice-secret"
 SCHEMA = {
@@ -43,14 +43,15 @@ now = time.perf_counter
 
 async def put_pending(store_url: str, n: int) -> list[tuple[str, str]]:
     """Put n pending elicitations for alice straight into the store; returns their (conversation, id) pairs."""
-    store = open_store(store_url)
+    backend = open_backend(store_url)
+    store = backend.elicitations
     ids = []
     try:
         for i in range(n):
             e = new_elicitation(
                 conversation_id=f"conv_{i}",
                 user_id="alice",
-                stream_id=f"stream_{i}",
+                run_id=f"run_{i}",
                 mode="form",
                 message="Which region?",
                 requested_schema=SCHEMA,
@@ -59,7 +60,7 @@ async def put_pending(store_url: str, n: int) -> list[tuple[str, str]]:
             await store.put(e)
             ids.append((e.conversation_id, e.id))
     finally:
-        await store.close()
+        await backend.close()
     return ids
 
 
@@ -103,14 +104,14 @@ async def answer_all(hubs: list[str], ids: list[tuple[str, str]], clients: int) 
 
 
 async def check_all_accepted(store_url: str, ids: list[str]) -> None:
-    store = open_store(store_url)
+    backend = open_backend(store_url)
     try:
         for eid in ids:
-            stored = await store.get(eid)
+            stored = await backend.elicitations.get(eid)
             if stored is None or stored.state is not State.ACCEPTED:
                 raise RuntimeError(f"{eid} is not accepted: {stored}")
     finally:
-        await store.close()
+        await backend.close()
 
 
 def main() -> None:

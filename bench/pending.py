@@ -32,7 +32,7 @@ from elicithub.core.broker import Broker
 from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Elicitation, utcnow
 from elicithub.core.events import StreamEvent
-from elicithub.store import open_store
+from elicithub.store import open_backend
 
 SCHEMA = {"type": "object", "properties": {"region": {"type": "string", "enum": ["eu", "us"]}}, "required": ["region"]}
 HOLD_S = {"memory": 3.0, "sqlite": 8.0, "redis": 6.0}
@@ -48,23 +48,35 @@ def rss_bytes() -> int:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+class BusSink:
+    """The broker's events, on an in-process bus keyed by run id (what the bench waits on)."""
+
+    def __init__(self) -> None:
+        self.bus: EventBus[StreamEvent] = EventBus()
+
+    async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
+        self.bus.publish(elicitation.run_id, event)
+
+
 async def child(store_url: str, n: int, hold_s: float, traced: bool) -> dict[str, Any]:
-    store = open_store(store_url)
-    broker = Broker(store, EventBus[StreamEvent]())
+    backend = open_backend(store_url)
+    store = backend.elicitations
+    sink = BusSink()
+    broker = Broker(store, sink)
     await broker.start()
     gc.collect()
     rss0 = rss_bytes()
     if traced:
         tracemalloc.start()
     t0, deadline = now(), utcnow() + timedelta(seconds=hold_s)
-    async with broker.bus.subscribe("bench") as queue:
+    async with sink.bus.subscribe("bench") as queue:
         tasks = [
             asyncio.create_task(
                 broker.request(
                     Elicitation(
                         conversation_id=f"conv_{i}",
                         user_id="alice",
-                        stream_id="bench",
+                        run_id="bench",
                         mode="form",
                         message="Which region?",
                         requested_schema=SCHEMA,
@@ -90,7 +102,7 @@ async def child(store_url: str, n: int, hold_s: float, traced: bool) -> dict[str
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await broker.close()
-            await store.close()
+            await backend.close()
             return {"created_s": created, **held}
         if utcnow() >= deadline:
             raise RuntimeError(f"creating {n} took longer than the hold of {hold_s} s; pass a larger --hold-scale")
@@ -99,7 +111,7 @@ async def child(store_url: str, n: int, hold_s: float, traced: bool) -> dict[str
     outcomes = {r.outcome for r in results}
     due_left = len(await store.due(utcnow()))
     await broker.close()
-    await store.close()
+    await backend.close()
     return {"created_s": created, "expired_s": expired, "outcomes": sorted(outcomes), "due_left": due_left, **held}
 
 
