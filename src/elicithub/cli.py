@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from elicithub.config import Config, ConfigError, load_config
+from elicithub.errors import HubError
 
 app = typer.Typer(help="elicithub: let an agent pause a tool call, ask a person, and resume.", no_args_is_help=True)
 config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
@@ -53,7 +54,11 @@ def serve(
     if loaded.demo.enabled:
         typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
     # Open chat streams must not hold a shutdown forever: their runs are on record and resume after a restart.
-    hub = Hub(loaded, instance=instance or f"{socket.gethostname()}:{port}")
+    try:
+        hub = Hub(loaded, instance=instance or f"{socket.gethostname()}:{port}")
+    except HubError as exc:  # an unusable key or store: say so, without a traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     uvicorn.run(create_app(loaded, hub), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
 
 

@@ -57,6 +57,15 @@ def write_config(workdir: Path, store_url: str, legacy: McpProcess, mrtr: McpPro
     return config
 
 
+def store_url(store: str, tmp_path: Path, redis_server: RedisServer, db: int) -> str:
+    """A fresh store: a SQLite file, or an emptied database of the session's redis-server."""
+    if store == "sqlite":
+        return f"sqlite:///{tmp_path / 'hub.db'}"
+    with redis_server.client(db) as client:
+        client.flushdb()
+    return redis_server.url(db)
+
+
 def ui_body(conversation_id: str, part: dict[str, Any]) -> dict[str, Any]:
     return {"id": conversation_id, "messages": [{"id": "m1", "role": "user", "parts": [part]}]}
 
@@ -137,12 +146,7 @@ def test_kill_9_with_100_pending_then_restart_and_answer_all(
     mrtr_server: McpProcess,
     redis_server: RedisServer,
 ) -> None:
-    if store == "redis":
-        with redis_server.client(2) as client:
-            client.flushdb()
-        url = redis_server.url(2)
-    else:
-        url = f"sqlite:///{tmp_path / 'hub.db'}"
+    url = store_url(store, tmp_path, redis_server, db=2)
     config = write_config(tmp_path, url, legacy_server, mrtr_server)
     first = serve(config, "first")
     asked = asyncio.run(raise_questions(first.url, f"k9{store}", N))
@@ -190,12 +194,7 @@ def test_after_a_restart_the_fast_path_streams_the_continuation(
     mrtr_server: McpProcess,
     redis_server: RedisServer,
 ) -> None:
-    if store == "redis":
-        with redis_server.client(4) as client:
-            client.flushdb()
-        url = redis_server.url(4)
-    else:
-        url = f"sqlite:///{tmp_path / 'hub.db'}"
+    url = store_url(store, tmp_path, redis_server, db=4)
     # Beats so slow that no takeover could come in time: the restarted hub continues its runs because they are
     # its own (same instance name, host:port), as it starts.
     config = write_config(tmp_path, url, legacy_server, mrtr_server, store={"url": url, "heartbeat_s": 30})

@@ -18,7 +18,14 @@ from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryStore
-from elicithub.triggers.mcp import RoundsExceeded, downstream_client, drive_rounds, is_input_required, mcp_triggers
+from elicithub.triggers.mcp import (
+    McpShared,
+    RoundsExceeded,
+    downstream_client,
+    drive_rounds,
+    is_input_required,
+    mcp_triggers,
+)
 from tests.conftest import McpProcess
 
 pytestmark = pytest.mark.anyio
@@ -148,9 +155,7 @@ async def test_an_mcp_trigger_asks_through_the_asker_and_gets_the_answer(mrtr_se
         emitted.append(event)
         paused_now.set()
 
-    [trigger] = mcp_triggers(
-        [McpServerConfig(id="mrtr", url=mrtr_server.url)], broker, http, timeout_s=60, max_rounds=5, sampler=None
-    )
+    [trigger] = mcp_triggers([McpServerConfig(id="mrtr", url=mrtr_server.url)], McpShared(broker, http, 60, 5))
     context = CallContext("conv", "run_1", "alice", True, Asker(broker, emit=emit))
     try:
         call = asyncio.create_task(trigger.call("provision", {"name": "orders"}, context))

@@ -73,9 +73,16 @@ class Conversations:
     # -- the four operations
 
     async def send(
-        self, caller: Caller, conversation_id: str | None, text: str, *, history: list[Message] | None = None
+        self,
+        caller: Caller,
+        conversation_id: str | None,
+        text: str,
+        *,
+        agent: str = "assistant",
+        history: list[Message] | None = None,
     ) -> Sent:
-        """Add the caller's message and start a run; a run still going in the conversation is superseded."""
+        """Add the caller's message and start a run of `agent`; a run still going in the conversation is
+        superseded. `history` seeds a conversation the hub does not know yet (an OpenAI client sends it all)."""
         conversation_id = await self._id_for(caller, conversation_id)
         key = conversation_key(caller.user_id, conversation_id)
         run_id = new_id("run")
@@ -101,6 +108,7 @@ class Conversations:
             caller.user_id,
             caller.supports_elicitation,
             record.messages,
+            agent=agent,
             owner=self.instance,
             updated_at=time.time(),
         )

@@ -27,7 +27,7 @@ from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
 from elicithub.store import open_backend
 from elicithub.triggers.credentials import CredentialGate
-from elicithub.triggers.mcp import downstream_client, mcp_triggers
+from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +81,10 @@ class Hub:
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
         )
         self.http = downstream_client(config.elicitation.timeout_s)
-        triggers = mcp_triggers(
-            config.mcp_servers,
-            self.broker,
-            self.http,
-            timeout_s=config.elicitation.timeout_s,
-            max_rounds=config.elicitation.max_rounds,
-            sampler=self.model,
-            gate=gate,
+        shared = McpShared(
+            self.broker, self.http, config.elicitation.timeout_s, config.elicitation.max_rounds, self.model, gate
         )
-        self.tools = ToolRouter(list(triggers))
+        self.tools = ToolRouter(list(mcp_triggers(config.mcp_servers, shared)))
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -29,27 +30,30 @@ log = logging.getLogger(__name__)
 TOOLS_TTL_S = 30.0
 
 
+@dataclass(frozen=True)
+class McpShared:
+    """What every MCP server trigger of a hub shares: the broker, one pooled HTTP client (injectable, e.g. to
+    record traffic), the question deadline, the round cap, the model that answers sampling, the credential gate."""
+
+    broker: Broker
+    http: httpx2.AsyncClient
+    timeout_s: float
+    max_rounds: int
+    sampler: Model | None = None
+    gate: CredentialGate | None = None
+
+
 class McpServerTrigger:
     """The tools of one configured MCP server, under its id."""
 
-    def __init__(
-        self,
-        server: McpServerConfig,
-        broker: Broker,
-        http: httpx2.AsyncClient,
-        *,
-        timeout_s: float,
-        max_rounds: int,
-        sampler: Model | None,
-        gate: CredentialGate | None = None,
-    ) -> None:
+    def __init__(self, server: McpServerConfig, shared: McpShared) -> None:
         self.server = server
-        self.broker = broker
-        self.http = http
-        self.timeout_s = timeout_s
-        self.max_rounds = max_rounds
-        self.sampler = sampler
-        self.gate = gate
+        self.broker = shared.broker
+        self.http = shared.http
+        self.timeout_s = shared.timeout_s
+        self.max_rounds = shared.max_rounds
+        self.sampler = shared.sampler
+        self.gate = shared.gate
         self._tools: tuple[float, list[ToolSpec]] | None = None
         self._listing = asyncio.Lock()
 
