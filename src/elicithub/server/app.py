@@ -71,7 +71,8 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
         try:
-            yield
+            async with hub.mcp.lifespan():
+                yield
         finally:
             await hub.close()
 
@@ -79,6 +80,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
+    app.router.routes.extend(hub.mcp.routes)
     app.include_router(pages.router)
     redact_access_log()
     app.include_router(web.router)

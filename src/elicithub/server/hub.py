@@ -26,6 +26,8 @@ from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
 from elicithub.store import open_backend
+from elicithub.surfaces.mcp_server import McpSurface
+from elicithub.surfaces.mcp_state import Tickets
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
@@ -33,6 +35,9 @@ log = logging.getLogger(__name__)
 
 DEMO_HOST = "127.0.0.1"
 """The demo servers listen on loopback only, whatever address the hub itself listens on."""
+
+AGENTS = {"assistant": "Ask the hub's assistant; it calls tools, and asks you when a tool needs your input."}
+"""The hub's agents, as its MCP server lists them."""
 
 RESOLVED_RETENTION = timedelta(days=1)
 """How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
@@ -88,6 +93,15 @@ class Hub:
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
+        self.mcp = McpSurface(
+            self.conversations,
+            self.broker,
+            Tickets(self.backend.secrets),
+            self.identity.user_for,
+            self.keys.derive("mcp-request-state"),
+            config.elicitation.timeout_s,
+            AGENTS,
+        )
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -1,0 +1,128 @@
+"""The hub's agents as an MCP server, called with the official SDK Client in both protocol eras."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import mcp_types as mt
+import pytest
+from mcp import Client
+from mcp.client import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import USERS, RunningHub
+
+PROVISION = '/call mrtr.provision {"name": "orders"}'
+LEGACY = '/call legacy.provision {"name": "orders"}'
+
+
+def token(user: str) -> str:
+    return next(u["token"] for u in USERS if u["id"] == user)
+
+
+@asynccontextmanager
+async def connected(
+    hub: RunningHub, mode: str, user: str = "alice", answer: Any = None, **kw: Any
+) -> AsyncIterator[tuple[Client, list[mt.ElicitRequestParams]]]:
+    """An SDK Client on the hub's /mcp; its elicitation callback records each question and answers `answer`."""
+    asked: list[mt.ElicitRequestParams] = []
+
+    async def on_elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        asked.append(params)
+        return answer if answer is not None else mt.ElicitResult(action="accept", content={"region": "eu-west-1"})
+
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {token(user)}"})
+    transport = streamable_http_client(f"{hub.url}/mcp", http_client=http)
+    callback = kw.pop("elicitation_callback", on_elicit)
+    async with http, Client(transport, mode=mode, elicitation_callback=callback, **kw) as client:
+        yield client, asked
+
+
+def text(result: mt.CallToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, mt.TextContent))
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("message", [PROVISION, LEGACY], ids=["mrtr-downstream", "legacy-downstream"])
+def test_a_client_of_either_era_answers_the_agents_question_and_gets_the_result(
+    hub: RunningHub, mode: str, message: str
+) -> None:
+    async def go() -> None:
+        async with connected(hub, mode) as (client, asked):
+            tools = await client.list_tools()
+            assert [t.name for t in tools.tools] == ["assistant"]
+            assert tools.tools[0].description
+            result = await client.call_tool("assistant", {"message": message})
+        assert text(result) == "Provisioned orders in eu-west-1." and not result.is_error
+        assert [p.message for p in asked] == ["Which region should orders live in?"]
+        assert isinstance(asked[0], mt.ElicitRequestFormParams)
+        conversation = (result.structured_content or {})["conversationId"]
+        # The conversation is the hub's like any other: its owner can read it.
+        with hub.client() as chat:
+            messages = chat.get(f"/run/api/conversations/{conversation}").json()["messages"]
+        assert messages[-1] == {"role": "assistant", "text": "Provisioned orders in eu-west-1."}
+
+    asyncio.run(go())
+
+
+def test_an_owned_loop_sees_one_round_keyed_by_elicitation_id(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with connected(hub, "2026-07-28") as (client, _):
+            arguments = {"message": PROVISION}
+            first = await client.session.call_tool("assistant", arguments, allow_input_required=True)
+            assert isinstance(first, mt.InputRequiredResult)
+            [(key, request)] = (first.input_requests or {}).items()
+            assert key.startswith("eli_") and isinstance(request, mt.ElicitRequest)
+            assert first.request_state
+            bad = {key: mt.ElicitResult(action="accept", content={"region": "mars"})}
+            with pytest.raises(MCPError, match="region"):  # the field is named; nothing changes
+                await client.session.call_tool(
+                    "assistant",
+                    arguments,
+                    input_responses=bad,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+            good = {key: mt.ElicitResult(action="accept", content={"region": "us-east-1"})}
+            done = await client.session.call_tool(
+                "assistant",
+                arguments,
+                input_responses=good,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(done, mt.CallToolResult) and text(done) == "Provisioned orders in us-east-1."
+            with pytest.raises(MCPError, match="already used"):  # a replay changes nothing
+                await client.session.call_tool(
+                    "assistant",
+                    arguments,
+                    input_responses=good,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+
+    asyncio.run(go())
+
+
+def test_a_client_without_elicitation_gets_the_tools_error_at_once(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with connected(hub, "legacy", elicitation_callback=None) as (client, _):
+            result = await client.call_tool("assistant", {"message": PROVISION})
+        assert "cannot show questions" in text(result)
+        with hub.client() as chat:
+            assert chat.get("/healthz").json()["pendingElicitations"] == 0
+
+    asyncio.run(go())
+
+
+def test_without_a_users_token_the_mcp_endpoint_is_401_with_a_challenge(hub: RunningHub) -> None:
+    for headers in ({}, {"authorization": "Bearer nope-nope-nope"}):
+        response = httpx.post(f"{hub.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
