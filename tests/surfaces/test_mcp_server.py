@@ -126,3 +126,62 @@ def test_without_a_users_token_the_mcp_endpoint_is_401_with_a_challenge(hub: Run
         response = httpx.post(f"{hub.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers)
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+async def retry(
+    client: Client, arguments: dict[str, Any], state: str | None, responses: dict[str, Any] | None = None
+) -> mt.CallToolResult | mt.InputRequiredResult:
+    return await client.session.call_tool(
+        "assistant", arguments, input_responses=responses, request_state=state, allow_input_required=True
+    )
+
+
+def test_a_retry_with_some_answers_keeps_the_rest_open_in_a_new_round(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with connected(hub, "2026-07-28") as (client, _):
+            arguments = {"message": '/call mrtr.deploy {"name": "web"}'}
+            first = await retry(client, arguments, None)
+            assert isinstance(first, mt.InputRequiredResult)
+            by_message = {r.params.message: k for k, r in (first.input_requests or {}).items()}  # type: ignore[union-attr]
+            assert set(by_message) == {"Which region?", "Deploy web?"}
+            confirm = {by_message["Deploy web?"]: mt.ElicitResult(action="accept", content={"confirm": True})}
+            second = await retry(client, arguments, first.request_state, confirm)
+            assert isinstance(second, mt.InputRequiredResult)
+            assert list(second.input_requests or {}) == [by_message["Which region?"]]
+            assert second.request_state != first.request_state
+            region = {by_message["Which region?"]: mt.ElicitResult(action="accept", content={"region": "eu-west-1"})}
+            done = await retry(client, arguments, second.request_state, region)
+            assert isinstance(done, mt.CallToolResult) and text(done) == "Deployed web to eu-west-1."
+
+    asyncio.run(go())
+
+
+def test_another_users_tampered_or_expired_state_is_refused_and_changes_nothing(make_hub: Any) -> None:
+    hub = make_hub(elicitation={"timeout_s": 3})
+
+    async def go() -> None:
+        arguments = {"message": '/call mrtr.provision {"name": "never"}'}
+        async with connected(hub, "2026-07-28") as (alice, _):
+            first = await retry(alice, arguments, None)
+            assert isinstance(first, mt.InputRequiredResult) and first.request_state
+            [key] = list(first.input_requests or {})
+            answer = {key: mt.ElicitResult(action="accept", content={"region": "eu-west-1"})}
+            async with connected(hub, "2026-07-28", user="bob") as (bob, _):
+                with pytest.raises(MCPError):
+                    await retry(bob, arguments, first.request_state, answer)
+            state = first.request_state
+            tampered = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+            with pytest.raises(MCPError):
+                await retry(alice, arguments, tampered, answer)
+            with pytest.raises(MCPError):  # the state is bound to the call's arguments
+                await retry(alice, {"message": LEGACY}, first.request_state, answer)
+            with hub.client() as chat:  # none of that answered anything
+                assert chat.get("/healthz").json()["pendingElicitations"] == 1
+            await asyncio.sleep(3.5)
+            with pytest.raises(MCPError):
+                await retry(alice, arguments, first.request_state, answer)
+        url = hub.config.mcp_servers[1].url
+        assert url is not None
+        assert httpx.get(url.removesuffix("/mcp") + "/debug/provisioned").json().get("never", 0) == 0
+
+    asyncio.run(go())
