@@ -180,6 +180,7 @@ def test_another_users_tampered_or_expired_state_is_refused_and_changes_nothing(
             await asyncio.sleep(3.5)
             with pytest.raises(MCPError):
                 await retry(alice, arguments, first.request_state, answer)
+
     asyncio.run(go())
     url = hub.config.mcp_servers[1].url
     assert url is not None

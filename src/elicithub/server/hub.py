@@ -9,6 +9,7 @@ import os
 import socket
 import time
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner
@@ -101,6 +102,7 @@ class Hub:
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,
             AGENTS,
+            host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
         self._sweeper: asyncio.Task[None] | None = None
 

@@ -48,7 +48,9 @@ class McpSurface:
         state_key: bytes,
         timeout_s: float,
         agents: dict[str, str],
+        host: str = "127.0.0.1",
     ) -> None:
+        """`host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
         self.conversations = conversations
         self.broker = broker
         self.tickets = tickets
@@ -59,7 +61,7 @@ class McpSurface:
         self.server = MCPServer("elicithub", request_state_security=security, log_level="WARNING")
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
-        app = self.server.streamable_http_app(streamable_http_path="/mcp")
+        app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
         endpoint = next(r for r in app.routes if isinstance(r, Route) and r.path == "/mcp")
         self._endpoint: ASGIApp = endpoint.app
         # An ASGI app, not a function, so Starlette hands it the raw request.

@@ -1,0 +1,85 @@
+"""An MCP client calls the hub's agent, whose tool needs the user's own account: the sign-in reaches the client as a
+url-mode question in either era, completes through the real OAuth flow, and the same call returns the result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import mcp_types as mt
+import pytest
+from mcp.client import ClientRequestContext
+
+from tests.auth.conftest import Browser, TrackerProcess, bearer
+from tests.conftest import RunningHub
+from tests.surfaces.test_mcp_server import connected, text
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_sign_in_asked_of_an_mcp_client_completes_the_call(
+    auth_hub: RunningHub, tracker: TrackerProcess, browser: Browser, mode: str
+) -> None:
+    completed: list[str] = []
+
+    async def sign_in(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        assert isinstance(params, mt.ElicitRequestURLParams)
+        assert params.url.startswith(f"{auth_hub.url}/auth/connect?")
+        page = await asyncio.to_thread(browser.sign_in, params.url)
+        assert "Connected" in page.text
+        return mt.ElicitResult(action="accept")
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mt.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+
+    async def go() -> None:
+        async with connected(auth_hub, mode, elicitation_callback=sign_in, message_handler=on_message) as (client, _):
+            result = await client.call_tool("assistant", {"message": "/call tracker.list_issues {}"})
+        assert "issue" in text(result).lower() and not result.is_error
+        if mode == "legacy":
+            assert len(completed) == 1 and completed[0].startswith("eli_")  # notifications/elicitation/complete
+
+    before = tracker.stats()
+    asyncio.run(go())
+    assert tracker.stats()["unauthenticated"] == before["unauthenticated"]
+
+
+def rpc(client: httpx.Client, session: str | None, method: str, params: dict[str, Any], id_: int | None) -> Any:
+    """One JSON-RPC message over streamable HTTP, as a form-only 2025-11-25 client would send it."""
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+    if session is not None:
+        headers["mcp-session-id"] = session
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if id_ is not None:
+        message["id"] = id_
+    response = client.post("/mcp", json=message, headers=headers)
+    assert response.status_code in (200, 202), response.text
+    if id_ is None:
+        return None
+    for line in response.text.splitlines():  # the reply comes as an SSE event
+        if line.startswith("data: "):
+            data = json.loads(line.removeprefix("data: "))
+            if data.get("id") == id_:
+                return response.headers.get("mcp-session-id"), data
+    raise AssertionError(f"no reply to {method}: {response.text}")
+
+
+def test_a_client_that_cannot_open_links_is_not_sent_one_and_nothing_stays_open(auth_hub: RunningHub) -> None:
+    with httpx.Client(base_url=auth_hub.url, headers=bearer("alice"), timeout=30) as client:
+        capabilities = {"elicitation": {"form": {}}}  # form only: no url mode
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        session, reply = rpc(client, None, "initialize", init, 1)
+        assert reply["result"]["protocolVersion"] == "2025-11-25"
+        rpc(client, session, "notifications/initialized", {}, None)
+        call = {"name": "assistant", "arguments": {"message": "/call tracker.list_issues {}"}}
+        _, reply = rpc(client, session, "tools/call", call, 2)
+    result = reply["result"]
+    assert "Authentication required but not provided." in result["content"][0]["text"]
+    with auth_hub.client() as chat:
+        assert chat.get("/healthz").json()["pendingElicitations"] == 0
