@@ -13,7 +13,9 @@ from typing import Any
 
 import anyio
 import httpx
+import mcp_types as mt
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import new_elicitation, utcnow
@@ -312,3 +314,23 @@ def test_answers_on_both_hubs_racing_the_deadline_end_in_one_state(
             assert statuses == [410, 410]
 
     asyncio.run(scenario())
+
+
+def test_an_mcp_retry_taken_by_the_other_hub_continues_the_run(hubs: tuple[ServedHub, ServedHub]) -> None:
+    from tests.surfaces.test_mcp_server import connected, retry, text
+
+    a, b = hubs
+
+    async def go() -> None:
+        arguments = {"message": '/call mrtr.provision {"name": "crossed"}'}
+        async with connected(a, "2026-07-28") as (on_a, _), connected(b, "2026-07-28") as (on_b, _):
+            first = await retry(on_a, arguments, None)
+            assert isinstance(first, mt.InputRequiredResult)
+            [key] = list(first.input_requests or {})
+            answer = {key: mt.ElicitResult(action="accept", content={"region": "us-east-1"})}
+            done = await retry(on_b, arguments, first.request_state, answer)
+            assert isinstance(done, mt.CallToolResult) and text(done) == "Provisioned crossed in us-east-1."
+            with pytest.raises(MCPError, match="already used"):  # used up on both hubs
+                await retry(on_a, arguments, first.request_state, answer)
+
+    asyncio.run(go())

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import USERS, RunningHub
+from tests.conftest import USERS, HubAddress, RunningHub
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
 LEGACY = '/call legacy.provision {"name": "orders"}'
@@ -28,7 +28,7 @@ def token(user: str) -> str:
 
 @asynccontextmanager
 async def connected(
-    hub: RunningHub, mode: str, user: str = "alice", answer: Any = None, **kw: Any
+    hub: HubAddress, mode: str, user: str = "alice", answer: Any = None, **kw: Any
 ) -> AsyncIterator[tuple[Client, list[mt.ElicitRequestParams]]]:
     """An SDK Client on the hub's /mcp; its elicitation callback records each question and answers `answer`."""
     asked: list[mt.ElicitRequestParams] = []
