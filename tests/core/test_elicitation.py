@@ -200,3 +200,30 @@ def test_from_json_tolerates_missing_optional_fields() -> None:
     for key in ("requested_schema", "url", "context", "answer", "resolved_at"):
         del data[key]
     assert Elicitation.from_json(data) == replace(e, requested_schema=None)
+
+
+def test_an_accepted_form_gets_the_defaults_of_the_fields_it_leaves_out() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "enum": ["eu", "us"]},
+            "replicas": {"type": "integer", "minimum": 1, "default": 2},
+            "features": {"type": "array", "items": {"type": "string", "enum": ["canary", "tracing"]}, "default": []},
+            "confirm": {"type": "boolean", "default": False},
+            "note": {"type": "string", "default": "none given"},
+        },
+        "required": ["region"],
+    }
+    e = new_elicitation(
+        conversation_id="c", user_id="u", run_id="r", mode="form", message="m", timeout_s=30, requested_schema=schema
+    )
+    decision = decide(e, Answer("accept", {"region": "eu"}), e.created_at)
+    assert isinstance(decision, Resolve) and decision.answer is not None
+    filled = {"region": "eu", "replicas": 2, "features": [], "confirm": False, "note": "none given"}
+    assert decision.answer.content == filled
+    done = resolved(e, decision.state, decision.answer, e.created_at)
+    # The same answer sent again without the defaulted fields is a repeat, not a conflicting answer.
+    assert isinstance(decide(done, Answer("accept", {"region": "eu"}), e.created_at), Repeat)
+    assert isinstance(decide(done, Answer("accept", {"region": "eu", "replicas": 3}), e.created_at), Conflict)
+    # A default does not make a wrong answer right.
+    assert isinstance(decide(e, Answer("accept", {"replicas": 0}), e.created_at), Invalid)

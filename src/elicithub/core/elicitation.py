@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from elicithub.core.schema import FieldError, validate_content
+from elicithub.core.schema import FieldError, apply_defaults, validate_content
 
 Mode = Literal["form", "url"]
 Action = Literal["accept", "decline", "cancel"]
@@ -179,7 +179,14 @@ def _same_answer(a: Answer | None, b: Answer) -> bool:
 
 
 def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
-    """The lifecycle rule for one answer: pending moves to exactly one terminal state."""
+    """The lifecycle rule for one answer: pending moves to exactly one terminal state.
+
+    An accepted form gets the schema's defaults for the fields it leaves out, before it is judged (MCP 2025-11-25:
+    the client applies them), so an answer and its repeat without those fields are the same answer.
+    """
+    schema = elicitation.requested_schema or {"type": "object", "properties": {}}
+    if answer.action == "accept" and elicitation.mode == "form":
+        answer = Answer("accept", apply_defaults(schema, answer.content) if answer.content is not None else None)
     if elicitation.state is State.EXPIRED:
         return Expire()
     if elicitation.state is not State.PENDING:
@@ -187,7 +194,7 @@ def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
     if elicitation.is_due(now):
         return Expire()
     if answer.action == "accept" and elicitation.mode == "form":
-        errors = validate_content(elicitation.requested_schema or {"type": "object", "properties": {}}, answer.content)
+        errors = validate_content(schema, answer.content)
         if errors:
             return Invalid(errors)
         return Resolve(State.ACCEPTED, answer)

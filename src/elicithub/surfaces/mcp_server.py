@@ -23,9 +23,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.elicitation import Answer, Elicitation, Invalid, State, decide, utcnow
 from elicithub.core.events import RunFinished, RunPaused, StreamEvent, TextDelta, ToolCallFinished
-from elicithub.core.schema import validate_content
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
@@ -216,10 +215,9 @@ class McpSurface:
             if key not in state.elicitation_ids or not isinstance(response, mt.ElicitResult):
                 raise StateRefused(f"inputResponses.{key}: this round asked no such question.")
             elicitation = await self.broker.lookup(key, user_id)
-            if elicitation.mode == "form" and response.action == "accept" and elicitation.state is State.PENDING:
-                errors = validate_content(elicitation.requested_schema or {}, response.content)
-                if errors:
-                    raise InvalidContent(key, errors) from None
+            decision = decide(elicitation, Answer(response.action, response.content), utcnow())
+            if isinstance(decision, Invalid):
+                raise InvalidContent(key, decision.errors)
             answers.append((elicitation, response))
         return answers
 
