@@ -17,6 +17,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import USERS, HubAddress, RunningHub
+from tests.servers.mrtr_server import REGION
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
 LEGACY = '/call legacy.provision {"name": "orders"}'
@@ -79,6 +80,9 @@ def test_an_owned_loop_sees_one_round_keyed_by_elicitation_id(hub: RunningHub) -
             assert isinstance(first, mt.InputRequiredResult)
             [(key, request)] = (first.input_requests or {}).items()
             assert key.startswith("eli_") and isinstance(request, mt.ElicitRequest)
+            # The downstream server's question reaches the client as it was asked: its titled enum included.
+            assert isinstance(request.params, mt.ElicitRequestFormParams)
+            assert request.params.requested_schema == REGION
             assert first.request_state
             bad = {key: mt.ElicitResult(action="accept", content={"region": "mars"})}
             with pytest.raises(MCPError, match="region"):  # the field is named; nothing changes
