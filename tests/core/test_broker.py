@@ -364,13 +364,13 @@ async def test_purge_forgets_old_resolved_questions_only(broker: Broker) -> None
 
 
 @pytest.mark.anyio
-async def test_request_all_ends_each_question_independently(broker: Broker) -> None:
+async def test_questions_opened_together_end_each_on_its_own(broker: Broker) -> None:
     first, second = question(run_id="stream_all"), question(run_id="stream_all", timeout_s=0.2)
     async with broker.events.bus.subscribe("stream_all") as queue:
-        task = asyncio.create_task(broker.request_all([first, second]))
-        with anyio.fail_after(5):
-            await queue.get()
-            await queue.get()
+        await broker.open(first)
+        await broker.open(second)
+        assert [await queue.get(), await queue.get()] == [ElicitationRequested(first), ElicitationRequested(second)]
+        task = asyncio.create_task(broker.wait_all([first.id, second.id]))
         await broker.respond(first.id, EU, "alice")
         with anyio.fail_after(5):
             results = await task
@@ -466,3 +466,19 @@ async def test_late_answer_that_lost_to_an_earlier_answer_is_judged_against_the_
     store.stale[e.id] = e  # what B read
     assert await store.transition(e.id, State.ACCEPTED, EU, e.expires_at - timedelta(milliseconds=1))  # A commits
     assert await broker.respond(e.id, EU, "alice") == Resolution(e.id, "accepted", {"region": "eu"})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("durable", [False, True])
+async def test_a_run_going_away_cancels_what_it_waited_on_unless_the_hub_is_durable(
+    store: Store, durable: bool
+) -> None:
+    broker = Broker(store, BusSink(), durable=durable)
+    e = question()
+    await broker.open(e)
+    task = asyncio.create_task(broker.wait_all([e.id]))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await state_of(store, e.id) is (State.PENDING if durable else State.CANCELLED)

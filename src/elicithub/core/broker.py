@@ -151,10 +151,6 @@ class Broker:
         await self._announce(elicitation, resolution)
         return resolution
 
-    async def request_all(self, elicitations: list[Elicitation]) -> list[Resolution]:
-        """Ask several questions together; they end independently."""
-        return list(await asyncio.gather(*(self.request(e) for e in elicitations)))
-
     async def wait_all(self, elicitation_ids: list[str]) -> list[Resolution]:
         """Wait for several opened questions to end. If the run goes away meanwhile, a hub that keeps nothing
         across a shutdown cancels them (nobody could use an answer any more); a durable one leaves them open."""
