@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx2
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 @dataclass
@@ -44,7 +43,17 @@ def authorized(auth: CallAuth) -> Iterator[CallAuth]:
         _call_auth.reset(reset)
 
 
+MAX_CONNECTIONS = 1024
+"""Downstream connections open at once. A 2025-11-25 call holds its connections for as long as its question waits
+(minutes), so the pool must outnumber the calls that wait at once; httpx's default of 100 stalled a hub continuing
+100 such calls after a restart (PoolTimeout)."""
+
+
 def pooled_client(read_timeout_s: float) -> httpx2.AsyncClient:
     """One pooled client for many downstream calls (building one per call costs ~20 ms of TLS setup). Its read
     timeout outlasts a question: a 2025-11-25 MCP server keeps its response open while it asks."""
-    return create_mcp_http_client(timeout=httpx2.Timeout(30, read=read_timeout_s), auth=ContextAuth())
+    return httpx2.AsyncClient(
+        timeout=httpx2.Timeout(30, read=read_timeout_s),
+        limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100),
+        auth=ContextAuth(),
+    )
