@@ -16,6 +16,11 @@ class RunStarted:
 
 
 @dataclass(frozen=True)
+class StepStarted:
+    """A model step begins: its text and tool calls follow (the AI SDK frames them with start-step/finish-step)."""
+
+
+@dataclass(frozen=True)
 class TextDelta:
     text: str
 
@@ -62,6 +67,7 @@ class RunFinished:
 
 StreamEvent = (
     RunStarted
+    | StepStarted
     | TextDelta
     | ToolCallStarted
     | ToolCallFinished
@@ -97,6 +103,8 @@ def to_json(event: StreamEvent) -> dict[str, Any]:
     """The stored form of an event (the event log keeps JSON)."""
     if isinstance(event, RunStarted):
         return {"type": "run-started", "messageId": event.message_id}
+    if isinstance(event, StepStarted):
+        return {"type": "step-started"}
     if isinstance(event, TextDelta):
         return {"type": "text", "text": event.text}
     if isinstance(event, ToolCallStarted):
@@ -123,6 +131,8 @@ def from_json(data: dict[str, Any]) -> StreamEvent | None:
     kind = data.get("type")
     if kind == "run-started":
         return RunStarted(data["messageId"])
+    if kind == "step-started":
+        return StepStarted()
     if kind == "text":
         return TextDelta(data["text"])
     if kind == "tool-started":

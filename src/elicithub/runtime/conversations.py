@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, Elicitation, State, new_id, utcnow
-from elicithub.core.events import StreamEvent
+from elicithub.core.events import StreamEvent, ToolCallStarted
 from elicithub.core.ids import check_conversation_id
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
@@ -47,13 +47,15 @@ class Sent:
 
 @dataclass(frozen=True)
 class Answered:
-    """An answer taken, and the run it continues (follow it from `after`); `followed`: a reader here has it."""
+    """An answer taken, and the run it continues (follow it from `after`); `followed`: a reader here has it;
+    `call`: the tool call the run was in, which a stream that shows the continuation repeats first."""
 
     resolution: Resolution
     conversation_id: str
     run_id: str
     after: int
     followed: bool
+    call: ToolCallStarted | None = None
 
 
 Followed = AsyncIterator[tuple[int, StreamEvent]]
@@ -124,7 +126,12 @@ class Conversations:
         after = await self.backend.events.last(key)
         resolution = await self.broker.respond(elicitation.id, answer, caller.user_id)
         followed = self._readers[elicitation.run_id] > 0
-        return Answered(resolution, elicitation.conversation_id, elicitation.run_id, after, followed)
+        run = await self.backend.runs.get(elicitation.run_id)
+        call = None
+        if run is not None and run.call_index < len(run.tool_calls):
+            made = run.tool_calls[run.call_index]
+            call = ToolCallStarted(made["id"], made["name"], made["arguments"])
+        return Answered(resolution, elicitation.conversation_id, elicitation.run_id, after, followed, call)
 
     async def follow(
         self,

@@ -9,7 +9,15 @@ from dataclasses import replace
 from typing import Any
 
 from elicithub.core.broker import Broker
-from elicithub.core.events import RunFinished, RunStarted, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from elicithub.core.events import (
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit
@@ -61,6 +69,7 @@ class Runner:
                 record = await self._calls(record, messages, record.tool_calls, record.call_index, emit)
             for _ in range(MAX_STEPS):
                 turn = await self.model.complete(messages, specs)
+                await emit(StepStarted())
                 if turn.text:
                     await emit(TextDelta(turn.text))
                 if not turn.tool_calls:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from elicithub.core.elicitation import Answer
-from elicithub.core.events import ElicitationResolved
+from elicithub.core.events import ElicitationResolved, StreamEvent
 from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
 from elicithub.server.openapi import EventStream, errors, stream
@@ -142,14 +142,17 @@ async def _chat(
         followed = await conversations.follow(
             caller, answered.conversation_id, run_id=answered.run_id, after=answered.after
         )
+        # A client that builds each assistant message on its own needs the continued call's input first.
+        first: list[StreamEvent] = [answered.call] if answered.call is not None else []
     else:
         sent = await conversations.send(caller, conversation_id, message, history=history)
         headers = {**headers, "x-conversation-id": sent.conversation_id}
         writer = make_writer(sent.run_id)
         followed = await conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
+        first = []
     assert followed is not None
     run_id, events = followed
-    return sse(writer, run_id, events, keepalive_s=keepalive, headers=headers)
+    return sse(writer, run_id, events, keepalive_s=keepalive, headers=headers, first=first)
 
 
 def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) -> str | ElicitationResponse:

@@ -23,12 +23,18 @@ Events = AsyncIterator[tuple[int, StreamEvent]] | Iterable[tuple[int, StreamEven
 
 
 def sse(
-    writer: Writer, run_id: str, events: Events, *, keepalive_s: float, headers: Mapping[str, str]
+    writer: Writer,
+    run_id: str,
+    events: Events,
+    *,
+    keepalive_s: float,
+    headers: Mapping[str, str],
+    first: list[StreamEvent] | None = None,
 ) -> EventSourceResponse:
     """An SSE response that writes a run's events (each with `id: RUN:SEQ`, for `Last-Event-ID`) until the run
-    finishes or the events end, with keep-alive comments while idle."""
+    finishes or the events end, with keep-alive comments while idle. `first` are written before them (no id)."""
     return EventSourceResponse(
-        _body(writer, run_id, events),
+        _body(writer, run_id, events, first or []),
         headers=dict(headers),
         ping=keepalive_s,
         ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
@@ -36,9 +42,14 @@ def sse(
     )
 
 
-async def _body(writer: Writer, run_id: str, events: Events) -> AsyncIterator[ServerSentEvent]:
+async def _body(
+    writer: Writer, run_id: str, events: Events, first: list[StreamEvent]
+) -> AsyncIterator[ServerSentEvent]:
     for line in writer.start():
         yield ServerSentEvent(data=line)
+    for event in first:
+        for line in writer.write(event):
+            yield ServerSentEvent(data=line)
     if not isinstance(events, AsyncIterator):
         events = _aiter(events)
     try:

@@ -9,6 +9,7 @@ from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
     RunFinished,
+    StepStarted,
     StreamEvent,
     TextDelta,
     ToolCallFinished,
@@ -31,6 +32,7 @@ class UIMessageStreamWriter:
         self.message_id = message_id or new_id("msg")
         self._text_id: str | None = None
         self._texts = 0
+        self._in_step = False
 
     def start(self) -> list[str]:
         return [_part({"type": "start", "messageId": self.message_id})]
@@ -42,9 +44,24 @@ class UIMessageStreamWriter:
         self._text_id = None
         return [part]
 
+    def _step(self) -> list[str]:
+        """Open a step before content that comes outside one (a stream that continues a run starts mid-step)."""
+        if self._in_step:
+            return []
+        self._in_step = True
+        return [_part({"type": "start-step"})]
+
+    def _end_step(self) -> list[str]:
+        if not self._in_step:
+            return []
+        self._in_step = False
+        return [*self._end_text(), _part({"type": "finish-step"})]
+
     def write(self, event: StreamEvent) -> list[str]:
+        if isinstance(event, StepStarted):
+            return [*self._end_step(), *self._step()]
         if isinstance(event, TextDelta):
-            out = []
+            out = self._step()
             if self._text_id is None:
                 self._texts += 1
                 self._text_id = f"{self.message_id}_t{self._texts}"
@@ -52,24 +69,25 @@ class UIMessageStreamWriter:
             out.append(_part({"type": "text-delta", "id": self._text_id, "delta": event.text}))
             return out
         if isinstance(event, ToolCallStarted):
-            return [
-                *self._end_text(),
-                _part(
-                    {
-                        "type": "tool-input-available",
-                        "toolCallId": event.call_id,
-                        "toolName": event.name,
-                        "input": event.arguments,
-                    }
-                ),
-            ]
+            # Tools come from MCP servers the client does not know of: dynamic tools, in AI SDK terms.
+            part = {
+                "type": "tool-input-available",
+                "toolCallId": event.call_id,
+                "toolName": event.name,
+                "input": event.arguments,
+                "dynamic": True,
+            }
+            return [*self._step(), *self._end_text(), _part(part)]
         if isinstance(event, ToolCallFinished):
             if event.is_error:
-                return [_part({"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text})]
-            return [_part({"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text})]
+                failed = {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text}
+                return [*self._step(), _part({**failed, "dynamic": True})]
+            done = {"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text}
+            return [*self._step(), _part({**done, "dynamic": True})]
         if isinstance(event, ElicitationRequested):
             data = request_event(event.elicitation)
             return [
+                *self._step(),
                 *self._end_text(),
                 _part({"type": "data-elicitation-request", "id": data["elicitationId"], "data": data}),
             ]
@@ -81,4 +99,4 @@ class UIMessageStreamWriter:
         return []  # RunStarted, RunPaused: nothing to show
 
     def end(self) -> list[str]:
-        return [*self._end_text(), _part({"type": "finish"}), DONE]
+        return [*self._end_step(), *self._end_text(), _part({"type": "finish"}), DONE]

@@ -1,0 +1,114 @@
+// Drives the hub's UI message stream with the AI SDK's own client code, as a web app would, and prints what the
+// SDK ended with as JSON: `node drive.mjs ai5|ai6 HUB_URL TOKEN SCENARIO CONVERSATION_ID`.
+//
+// Scenarios: `posted` (a question answered at the answer endpoint while the stream is open), `fast` (the page
+// stops the stream, then answers with a data-elicitation-response part: the continuation streams on that request),
+// `auto` (sendAutomaticallyWhen lastAssistantMessageIsCompleteWithToolCalls after a tool call: nothing is re-sent),
+// `resume` (resumeStream() on load when nothing runs: nothing is added).
+
+const [version, hub, token, scenario, conversation] = process.argv.slice(2);
+const ai = await import(version);
+const { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, validateUIMessages } = ai;
+
+class State {
+  constructor() {
+    this.messages = [];
+    this.status = "ready";
+    this.error = undefined;
+  }
+  pushMessage = (message) => {
+    this.messages = this.messages.concat(message);
+  };
+  popMessage = () => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index, message) => {
+    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+  };
+  snapshot = (value) => structuredClone(value);
+}
+
+class Chat extends AbstractChat {
+  constructor(init) {
+    super({ ...init, state: new State() });
+  }
+}
+
+const headers = { authorization: `Bearer ${token}`, "x-supports-elicitation": "true" };
+const requests = [];
+const errors = [];
+const asked = [];
+const countingFetch = (url, init) => {
+  requests.push(`${init?.method ?? "GET"} ${new URL(url).pathname}`);
+  return fetch(url, init);
+};
+
+async function answer(elicitationId, region) {
+  const response = await fetch(`${hub}/run/api/elicitation-responses`, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: JSON.stringify({ conversationId: conversation, elicitationId, action: "accept", content: { region } }),
+  });
+  if (!response.ok) throw new Error(`answer: ${response.status} ${await response.text()}`);
+}
+
+let onQuestion = async () => {};
+const chat = new Chat({
+  id: conversation,
+  transport: new DefaultChatTransport({ api: `${hub}/run/api/chat`, headers, fetch: countingFetch }),
+  onError: (error) => errors.push(String(error?.message ?? error)),
+  onData: (part) => {
+    if (part.type === "data-elicitation-request") {
+      asked.push(part.data.elicitationId);
+      onQuestion(part.data);
+    }
+  },
+  sendAutomaticallyWhen: scenario === "auto" ? lastAssistantMessageIsCompleteWithToolCalls : undefined,
+});
+
+async function healthz() {
+  return (await fetch(`${hub}/healthz`)).json();
+}
+
+if (scenario === "posted") {
+  onQuestion = (data) => answer(data.elicitationId, "eu-west-1");
+  await chat.sendMessage({ text: '/call mrtr.provision {"name": "orders"}' });
+} else if (scenario === "fast") {
+  let question;
+  onQuestion = async (data) => {
+    question = data;
+    await chat.stop(); // the page goes away while the question is open
+  };
+  await chat.sendMessage({ text: '/call mrtr.provision {"name": "orders"}' });
+  while ((await healthz()).openStreams > 0) await new Promise((done) => setTimeout(done, 20));
+  const data = { elicitationId: question.elicitationId, action: "accept", content: { region: "us-east-1" } };
+  await chat.sendMessage({ parts: [{ type: "data-elicitation-response", data }] });
+} else if (scenario === "auto") {
+  await chat.sendMessage({ text: '/call legacy.echo {"text": "hi"}' });
+  await new Promise((done) => setTimeout(done, 300)); // time for an automatic re-send, if the SDK wanted one
+} else if (scenario === "resume") {
+  await chat.resumeStream();
+}
+
+let valid = true;
+try {
+  if (chat.messages.length > 0) await validateUIMessages({ messages: chat.messages });
+} catch (error) {
+  valid = false;
+  errors.push(`validateUIMessages: ${error.message}`);
+}
+const text = (message) =>
+  message.parts
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("");
+console.log(
+  JSON.stringify({
+    status: chat.status,
+    errors,
+    valid,
+    asked,
+    requests,
+    messages: chat.messages.map((m) => ({ id: m.id, role: m.role, text: text(m), types: m.parts.map((p) => p.type) })),
+  }),
+);
