@@ -12,6 +12,7 @@ from elicithub.core.events import (
     RunFinished,
     RunPaused,
     RunStarted,
+    StepStarted,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -40,11 +41,13 @@ def test_ui_writer_names_the_message_and_frames_a_whole_run() -> None:
     lines = writer.start()
     for event in [
         RunStarted("run_1"),
+        StepStarted(),
         ToolCallStarted("call_1", "mrtr.provision", {"name": "orders"}),
         ElicitationRequested(QUESTION),
         RunPaused((QUESTION.id,)),
         ElicitationResolved(QUESTION.id, "accepted"),
         ToolCallFinished("call_1", "mrtr.provision", "done", False),
+        StepStarted(),
         TextDelta("done"),
         RunFinished(),
     ]:
@@ -53,17 +56,23 @@ def test_ui_writer_names_the_message_and_frames_a_whole_run() -> None:
     assert parts(lines)[0] == {"type": "start", "messageId": "run_1"}
     assert types == [
         "start",
+        "start-step",
         "tool-input-available",
         "data-elicitation-request",
         "data-elicitation-resolved",
         "tool-output-available",
+        "finish-step",
+        "start-step",
         "text-start",
         "text-delta",
         "text-end",
+        "finish-step",
         "finish",
     ]
+    tools = [p for p in parts(lines) if p["type"].startswith("tool-")]
+    assert all(p["dynamic"] is True for p in tools)  # MCP tools are dynamic tools to the AI SDK
     assert lines[-1] == "[DONE]"
-    request = parts(lines)[2]
+    request = next(p for p in parts(lines) if p["type"] == "data-elicitation-request")
     assert request["id"] == QUESTION.id and request["data"]["requestedSchema"] == SCHEMA
 
 
@@ -71,7 +80,8 @@ def test_ui_writer_without_a_name_makes_one_and_ends_a_cut_stream_cleanly() -> N
     writer = UIMessageStreamWriter()
     assert writer.message_id.startswith("msg_")
     lines = writer.start() + writer.write(TextDelta("half")) + writer.end()
-    assert [p["type"] for p in parts(lines)] == ["start", "text-start", "text-delta", "text-end", "finish"]
+    types = [p["type"] for p in parts(lines)]
+    assert types == ["start", "start-step", "text-start", "text-delta", "text-end", "finish-step", "finish"]
     assert lines[-1] == "[DONE]"
 
 
