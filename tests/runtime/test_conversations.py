@@ -18,6 +18,7 @@ from elicithub.core.events import (
     RunFinished,
     RunPaused,
     RunStarted,
+    StepStarted,
     StreamEvent,
     TextDelta,
     ToolCallFinished,
@@ -121,16 +122,16 @@ async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(back
     async with instance(backend) as hub:
         conversation, events = await started(hub, ALICE, "chat-1", ASK)
         first = await events_until(events, RunPaused)
-        assert [type(e) for e in first] == [RunStarted, ToolCallStarted, ElicitationRequested, RunPaused]
-        asked = first[2]
+        assert [type(e) for e in first] == [RunStarted, StepStarted, ToolCallStarted, ElicitationRequested, RunPaused]
+        asked = first[3]
         assert isinstance(asked, ElicitationRequested)
         assert [e.id for e in await hub.conversations.pending(ALICE, conversation)] == [asked.elicitation.id]
 
         answered = await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
         assert answered.resolution.outcome == "accepted" and answered.followed
         rest = await events_until(events, RunFinished)
-        assert [type(e) for e in rest] == [ElicitationResolved, ToolCallFinished, TextDelta, RunFinished]
-        assert isinstance(rest[2], TextDelta) and rest[2].text == "accepted: eu"
+        assert [type(e) for e in rest] == [ElicitationResolved, ToolCallFinished, StepStarted, TextDelta, RunFinished]
+        assert isinstance(rest[3], TextDelta) and rest[3].text == "accepted: eu"
         assert await hub.conversations.pending(ALICE, conversation) == []
         record = await hub.conversations.get(ALICE, conversation)
         assert record.active_run_id is None
