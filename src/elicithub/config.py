@@ -78,6 +78,8 @@ class OAuthConfig(_Strict):
     issuer: str | None = Field(default=None, pattern=r"^https?://")
     authorization_endpoint: str | None = Field(default=None, pattern=r"^https?://")
     token_endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    # How a client with a secret authenticates at the token endpoint; by default chosen from the server's metadata.
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
 
     @model_validator(mode="after")
     def _both_endpoints(self) -> OAuthConfig:

@@ -68,7 +68,12 @@ def test_a_configured_client_is_used_instead_of_registering(
         },
     ).json()
     monkeypatch.setenv("TRACKER_CLIENT_SECRET", registered["client_secret"])
-    oauth = {"client_id": registered["client_id"], "client_secret_env": "TRACKER_CLIENT_SECRET"}
+    # Registered for client_secret_post, so configured so (the hub's own default would be client_secret_basic).
+    oauth = {
+        "client_id": registered["client_id"],
+        "client_secret_env": "TRACKER_CLIENT_SECRET",
+        "token_endpoint_auth_method": "client_secret_post",
+    }
     hub = make_hub(port, mcp_servers=[tracker_entry(tracker, oauth=oauth)])
     text, events = converse(hub, CALL, lambda e, _: browser.sign_in(str(e["url"])))
     assert events[-1]["outcome"] == "accepted" and not text.startswith("Tool error")
@@ -123,3 +128,24 @@ def test_project_scope_uses_the_shared_token_and_says_when_it_is_missing(
     text, events = converse(shared, CALL, elicitation=False)  # no person needed for a project credential
     assert events == [] and not text.startswith("Tool error")
     assert tracker.stats()["unauthenticated"] == before["unauthenticated"]
+
+
+def test_a_configured_confidential_client_uses_client_secret_basic_by_default(
+    make_hub: HubFactory, tracker: TrackerProcess, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    registered = httpx.post(
+        f"{tracker.base}/register",
+        json={
+            "client_name": "basic-only",
+            "redirect_uris": [f"http://127.0.0.1:{port}/auth/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "client_secret_basic",
+        },
+    ).json()
+    monkeypatch.setenv("TRACKER_BASIC_SECRET", registered["client_secret"])
+    oauth = {"client_id": registered["client_id"], "client_secret_env": "TRACKER_BASIC_SECRET"}
+    hub = make_hub(port, mcp_servers=[tracker_entry(tracker, oauth=oauth)])
+    text, events = converse(hub, CALL, lambda e, _: browser.sign_in(str(e["url"])))
+    assert events[-1]["outcome"] == "accepted" and not text.startswith("Tool error")

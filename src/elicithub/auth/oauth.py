@@ -7,6 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from authlib.common.security import generate_token
@@ -19,7 +20,7 @@ from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from pydantic import ValidationError
 
 from elicithub.auth.vault import ClientRegistration, Credential, Vault
-from elicithub.config import McpServerConfig
+from elicithub.config import McpServerConfig, OAuthConfig
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class AuthServer:
     registration_endpoint: str | None
     resource: str | None  # RFC 8707 resource indicator: the protected MCP server
     scope: str | None
+    auth_methods: list[str] | None = None  # token_endpoint_auth_methods_supported
 
 
 @dataclass(frozen=True)
@@ -73,12 +75,27 @@ class OAuthClient:
             return AuthServer(issuer, oauth.authorization_endpoint, oauth.token_endpoint, None, server.url, scopes)
         assert server.url is not None
         async with self._http() as http:
-            resource = await _first(http, build_protected_resource_metadata_discovery_urls(None, server.url), _prm)
+            found_at, resource = await _first(
+                http, build_protected_resource_metadata_discovery_urls(None, server.url), _prm
+            )
+            if resource is not None and not _describes(str(resource.resource), found_at):
+                # RFC 9728 §3.3: metadata naming another resource must not be used, or the hub would request a
+                # token for that resource and send it there.
+                log.warning(
+                    "%s: protected-resource metadata at %s names the resource %s; not used",
+                    server.id,
+                    found_at,
+                    resource.resource,
+                )
+                raise OAuthProblem(
+                    f"{server.display_name}'s protected-resource metadata names another resource "
+                    f"({urlsplit(str(resource.resource)).netloc or resource.resource}), so the hub did not sign in."
+                )
             issuer_url = oauth.issuer if oauth and oauth.issuer else None
             if issuer_url is None and resource is not None and resource.authorization_servers:
                 issuer_url = str(resource.authorization_servers[0])
             urls = build_oauth_authorization_server_metadata_discovery_urls(issuer_url, server.url)
-            metadata = await _first(http, urls, _asm)
+            _, metadata = await _first(http, urls, _asm)
         if metadata is None:
             raise OAuthProblem(f"Could not find the authorization server for {server.display_name}.")
         if scopes is None and resource is not None and resource.scopes_supported:
@@ -90,6 +107,7 @@ class OAuthClient:
             registration_endpoint=str(metadata.registration_endpoint) if metadata.registration_endpoint else None,
             resource=str(resource.resource) if resource is not None else server.url,
             scope=scopes,
+            auth_methods=metadata.token_endpoint_auth_methods_supported,
         )
 
     async def registration(self, server: McpServerConfig, found: AuthServer) -> ClientRegistration:
@@ -99,8 +117,7 @@ class OAuthClient:
             secret = os.environ.get(env) if env else None
             if env and not secret:
                 raise OAuthProblem(f"The hub is missing the client secret for {server.display_name} (${env}).")
-            method = "client_secret_post" if secret else "none"
-            return ClientRegistration(server.oauth.client_id, secret, method)
+            return ClientRegistration(server.oauth.client_id, secret, _auth_method(server.oauth, secret, found))
         known = await self.vault.client(found.issuer)
         if known is not None:
             return known
@@ -155,7 +172,7 @@ class OAuthClient:
     async def exchange(self, server: McpServerConfig, code: str, code_verifier: str) -> Credential:
         found = await self.auth_server(server)
         client = await self.registration(server, found)
-        extra = {"resource": found.resource} if found.resource else {}
+        extra = _token_params(client, found)
         async with self._oauth2(client, found) as oauth:
             try:
                 token = await oauth.fetch_token(
@@ -173,7 +190,7 @@ class OAuthClient:
         assert credential.refresh_token is not None
         found = await self.auth_server(server)
         client = await self.registration(server, found)
-        extra = {"resource": found.resource} if found.resource else {}
+        extra = _token_params(client, found)
         async with self._oauth2(client, found) as oauth:
             try:
                 token = await oauth.refresh_token(found.token_endpoint, refresh_token=credential.refresh_token, **extra)
@@ -185,6 +202,15 @@ class OAuthClient:
         if refreshed.refresh_token is None:  # the server kept the old refresh token valid
             refreshed = Credential(**{**refreshed.__dict__, "refresh_token": credential.refresh_token})
         return refreshed
+
+
+def _token_params(client: ClientRegistration, found: AuthServer) -> dict[str, str]:
+    """What a token request carries besides the grant: the RFC 8707 resource, and with client_secret_basic the
+    client_id too (the official SDK's authorization server looks the client up by the body's client_id)."""
+    params = {"resource": found.resource} if found.resource else {}
+    if client.token_endpoint_auth_method == "client_secret_basic":
+        params["client_id"] = client.client_id
+    return params
 
 
 def _credential(token: dict[str, Any]) -> Credential:
@@ -207,7 +233,8 @@ def _oauth_error(exc: Exception) -> str:
     return str(code) if code else type(exc).__name__
 
 
-async def _first(http: httpx.AsyncClient, urls: list[str], parse: Any) -> Any:
+async def _first(http: httpx.AsyncClient, urls: list[str], parse: Any) -> tuple[str, Any]:
+    """The first of `urls` that serves valid metadata: where, and what (None when none does)."""
     for url in urls:
         try:
             response = await http.get(url, headers={"accept": "application/json"})
@@ -216,10 +243,40 @@ async def _first(http: httpx.AsyncClient, urls: list[str], parse: Any) -> Any:
             continue
         if response.status_code == 200:
             try:
-                return parse(response.content)
+                return url, parse(response.content)
             except ValidationError:
                 log.warning("metadata at %s is not valid", url)
-    return None
+    return "", None
+
+
+_PRM_PATH = "/.well-known/oauth-protected-resource"
+
+
+def _describes(resource: str, found_at: str) -> bool:
+    """Whether metadata found at `found_at` may name `resource`: the resource identifier its well-known URL was
+    built from (RFC 9728 §3.3), compared without a trailing slash and with scheme and host in lower case."""
+    at = urlsplit(found_at)
+    expected = f"{at.scheme}://{at.netloc}{at.path.removeprefix(_PRM_PATH)}"
+    return _canonical(resource) == _canonical(expected)
+
+
+def _canonical(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def _auth_method(oauth: OAuthConfig, secret: str | None, found: AuthServer) -> str:
+    """How a pre-registered client authenticates at the token endpoint: as configured, else none without a
+    secret, else client_secret_basic when the server lists it or lists nothing (the default every server
+    supports, OAuth 2.1 §2.4.1), else client_secret_post."""
+    if oauth.token_endpoint_auth_method is not None:
+        return oauth.token_endpoint_auth_method
+    if not secret:
+        return "none"
+    supported = found.auth_methods
+    if supported is None or "client_secret_basic" in supported or "client_secret_post" not in supported:
+        return "client_secret_basic"
+    return "client_secret_post"
 
 
 def _prm(body: bytes) -> ProtectedResourceMetadata:

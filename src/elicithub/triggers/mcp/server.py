@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 import httpx2
@@ -28,6 +29,8 @@ from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 log = logging.getLogger(__name__)
 
 TOOLS_TTL_S = 30.0
+CLIENT_INFO = mt.Implementation(name="elicithub", version=version("elicithub"))
+"""How the hub names itself to downstream servers (not the SDK's default `mcp`)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class McpServerTrigger:
             elicitation_callback=on_elicit,
             sampling_callback=self._sample,
             list_roots_callback=_no_roots,
+            client_info=CLIENT_INFO,
             cache=None,
         )
 
