@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 import pytest
@@ -53,20 +54,24 @@ def test_an_unreachable_authorization_server_declines_with_a_clear_page(make_hub
     assert text == "Tool error: Authentication required but not provided."
 
 
+def register(tracker: TrackerProcess, port: int, method: str) -> dict[str, Any]:
+    """Register a client at the tracker's authorization server, as an operator would before configuring it."""
+    body = {
+        "client_name": f"pre-registered ({method})",
+        "redirect_uris": [f"http://127.0.0.1:{port}/auth/callback"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": method,
+    }
+    registered: dict[str, Any] = httpx.post(f"{tracker.base}/register", json=body).json()
+    return registered
+
+
 def test_a_configured_client_is_used_instead_of_registering(
     make_hub: HubFactory, tracker: TrackerProcess, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = free_port()
-    registered = httpx.post(
-        f"{tracker.base}/register",
-        json={
-            "client_name": "pre-registered",
-            "redirect_uris": [f"http://127.0.0.1:{port}/auth/callback"],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "client_secret_post",
-        },
-    ).json()
+    registered = register(tracker, port, "client_secret_post")
     monkeypatch.setenv("TRACKER_CLIENT_SECRET", registered["client_secret"])
     # Registered for client_secret_post, so configured so (the hub's own default would be client_secret_basic).
     oauth = {
@@ -134,16 +139,7 @@ def test_a_configured_confidential_client_uses_client_secret_basic_by_default(
     make_hub: HubFactory, tracker: TrackerProcess, browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = free_port()
-    registered = httpx.post(
-        f"{tracker.base}/register",
-        json={
-            "client_name": "basic-only",
-            "redirect_uris": [f"http://127.0.0.1:{port}/auth/callback"],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "client_secret_basic",
-        },
-    ).json()
+    registered = register(tracker, port, "client_secret_basic")
     monkeypatch.setenv("TRACKER_BASIC_SECRET", registered["client_secret"])
     oauth = {"client_id": registered["client_id"], "client_secret_env": "TRACKER_BASIC_SECRET"}
     hub = make_hub(port, mcp_servers=[tracker_entry(tracker, oauth=oauth)])

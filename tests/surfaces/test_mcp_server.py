@@ -76,7 +76,7 @@ def test_an_owned_loop_sees_one_round_keyed_by_elicitation_id(hub: RunningHub) -
     async def go() -> None:
         async with connected(hub, "2026-07-28") as (client, _):
             arguments = {"message": PROVISION}
-            first = await client.session.call_tool("assistant", arguments, allow_input_required=True)
+            first = await retry(client, arguments, None)
             assert isinstance(first, mt.InputRequiredResult)
             [(key, request)] = (first.input_requests or {}).items()
             assert key.startswith("eli_") and isinstance(request, mt.ElicitRequest)
@@ -86,30 +86,12 @@ def test_an_owned_loop_sees_one_round_keyed_by_elicitation_id(hub: RunningHub) -
             assert first.request_state
             bad = {key: mt.ElicitResult(action="accept", content={"region": "mars"})}
             with pytest.raises(MCPError, match="region"):  # the field is named; nothing changes
-                await client.session.call_tool(
-                    "assistant",
-                    arguments,
-                    input_responses=bad,
-                    request_state=first.request_state,
-                    allow_input_required=True,
-                )
+                await retry(client, arguments, first.request_state, bad)
             good = {key: mt.ElicitResult(action="accept", content={"region": "us-east-1"})}
-            done = await client.session.call_tool(
-                "assistant",
-                arguments,
-                input_responses=good,
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
+            done = await retry(client, arguments, first.request_state, good)
             assert isinstance(done, mt.CallToolResult) and text(done) == "Provisioned orders in us-east-1."
             with pytest.raises(MCPError, match="already used"):  # a replay changes nothing
-                await client.session.call_tool(
-                    "assistant",
-                    arguments,
-                    input_responses=good,
-                    request_state=first.request_state,
-                    allow_input_required=True,
-                )
+                await retry(client, arguments, first.request_state, good)
 
     asyncio.run(go())
 
