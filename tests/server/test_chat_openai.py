@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -219,3 +220,19 @@ def test_stdio_server_asks_and_gets_the_answer(make_hub: HubFactory) -> None:
     text, events = run_answering(hub, '/call local.provision {"name": "cache"}', [("accept", {"region": "us-east-1"})])
     assert events[0]["context"]["serverId"] == "local"
     assert text == "Provisioned cache in us-east-1."
+
+
+def test_the_openai_client_reads_keep_alives_while_a_question_waits(make_hub: HubFactory) -> None:
+    hub = make_hub(streams={"keepalive_s": 0.1})
+    stream = chat(hub, '/call mrtr.provision {"name": "idle"}')
+    texts: list[str] = []
+    for item in items(stream):
+        if isinstance(item, str):
+            texts.append(item)
+        elif item["type"] == "elicitation-request":
+            time.sleep(0.5)  # several keep-alive comments go by before the answer
+            answered = hub.answer(
+                "alice", conversation(stream), item["elicitationId"], "accept", {"region": "eu-west-1"}
+            )
+            assert answered.status_code == 200
+    assert "".join(texts) == "Provisioned idle in eu-west-1."

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import mcp_types as mt
 import pytest
+from pydantic import TypeAdapter
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
@@ -19,6 +20,7 @@ from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryStore
 from elicithub.triggers.mcp import (
+    EmptyRound,
     McpShared,
     RoundsExceeded,
     downstream_client,
@@ -86,6 +88,36 @@ async def test_a_server_that_keeps_asking_is_stopped_at_the_cap() -> None:
 
     with pytest.raises(RoundsExceeded):
         await drive_rounds(round_("s", q="?"), fulfil=fulfil, retry=retry, max_rounds=3)
+
+
+async def test_a_round_with_nothing_to_ask_and_empty_state_is_not_retried() -> None:
+    async def fulfil(r: mt.InputRequiredResult, n: int) -> mt.InputResponses:
+        raise AssertionError("nothing to ask")
+
+    async def retry(responses: mt.InputResponses | None, state: str | None) -> Any:
+        raise AssertionError("not a round")
+
+    empty = TypeAdapter(mt.CallToolResult | mt.InputRequiredResult).validate_python({"requestState": ""})
+    with pytest.raises(EmptyRound):
+        await drive_rounds(empty, fulfil=fulfil, retry=retry, max_rounds=5)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"content": [{"type": "text", "text": "hi"}], "inputRequests": {}},
+        {"content": [{"type": "text", "text": "hi"}], "requestState": ""},
+    ],
+)
+async def test_a_half_shaped_response_is_an_ordinary_result(data: dict[str, Any]) -> None:
+    async def fulfil(r: mt.InputRequiredResult, n: int) -> mt.InputResponses:
+        raise AssertionError("nothing to ask")
+
+    async def retry(responses: mt.InputResponses | None, state: str | None) -> Any:
+        raise AssertionError("nothing to retry")
+
+    parsed = TypeAdapter(mt.CallToolResult | mt.InputRequiredResult).validate_python(data)
+    assert await drive_rounds(parsed, fulfil=fulfil, retry=retry, max_rounds=5) == done("hi")
 
 
 @pytest.mark.parametrize(

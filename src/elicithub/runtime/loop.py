@@ -21,7 +21,7 @@ from elicithub.core.events import (
 from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit
-from elicithub.runtime.models import Model
+from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, Tools
 
@@ -63,8 +63,7 @@ class Runner:
         try:
             if not resumed:
                 await emit(RunStarted(record.run_id))
-            context = CallContext(record.conversation_id, record.run_id, record.user_id, record.supports_elicitation)
-            specs = await self.tools.list_tools(context)
+            specs = await self._list_tools(record, emit, resumed)
             if resumed and record.tool_calls:
                 record = await self._calls(record, messages, record.tool_calls, record.call_index, emit)
             for _ in range(MAX_STEPS):
@@ -91,6 +90,24 @@ class Runner:
             reason = "error"
         await self._finish(key, record, messages)
         await emit(RunFinished(reason))
+
+    async def _list_tools(self, record: RunRecord, emit: Emit, resumed: bool) -> list[ToolSpec]:
+        """The tools the model may call. Listing may need the person first (a sign-in for a server whose tools
+        nobody could list yet): that pause is on record too, and a resumed run answers it from the store."""
+        listing = record.with_()
+
+        async def save(pause: Pause) -> None:
+            nonlocal listing
+            listing = listing.with_(pause=pause, status=next_status(listing.status, "pause"))
+            await self.runs.save(listing)
+
+        resume = record.pause if resumed and not record.tool_calls else None
+        asker = Asker(self.broker, save=save, emit=emit, resume=resume)
+        context = CallContext(record.conversation_id, record.run_id, record.user_id, record.supports_elicitation, asker)
+        specs = await self.tools.list_tools(context)
+        if asker.paused:
+            await self.runs.save(listing.with_(pause=None, status=next_status(listing.status, "continue")))
+        return specs
 
     async def _calls(
         self, record: RunRecord, messages: list[Message], calls: list[dict[str, Any]], start: int, emit: Emit

@@ -88,7 +88,13 @@ class Hub:
         )
         self.http = downstream_client(config.elicitation.timeout_s)
         shared = McpShared(
-            self.broker, self.http, config.elicitation.timeout_s, config.elicitation.max_rounds, self.model, gate
+            self.broker,
+            self.http,
+            config.elicitation.timeout_s,
+            config.elicitation.max_rounds,
+            self.model,
+            gate,
+            self.backend.secrets,
         )
         self.tools = ToolRouter(list(mcp_triggers(config.mcp_servers, shared)))
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)

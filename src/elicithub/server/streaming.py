@@ -11,6 +11,10 @@ from elicithub.core.events import RunFinished, StreamEvent
 
 
 class Writer(Protocol):
+    event_ids: bool
+    """Whether events carry `id: RUN:SEQ` (for `Last-Event-ID`). The OpenAI surface's don't: the openai client
+    repeats the last id on a keep-alive comment's blank line and then fails to parse an empty event."""
+
     def start(self) -> list[str]: ...
 
     def write(self, event: StreamEvent) -> list[str]: ...
@@ -54,8 +58,9 @@ async def _body(
         events = _aiter(events)
     try:
         async for seq, event in events:
+            event_id = f"{run_id}:{seq}" if writer.event_ids else None
             for line in writer.write(event):
-                yield ServerSentEvent(data=line, id=f"{run_id}:{seq}")
+                yield ServerSentEvent(data=line, id=event_id)
             if isinstance(event, RunFinished):
                 return
     finally:

@@ -21,6 +21,8 @@ DONE = "[DONE]"
 
 
 class OpenAIChunkWriter:
+    event_ids = False
+
     def __init__(self, model: str) -> None:
         self.id = new_id("chatcmpl")
         self.model = model

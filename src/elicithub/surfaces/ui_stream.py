@@ -28,6 +28,8 @@ def _part(part: dict[str, Any]) -> str:
 
 
 class UIMessageStreamWriter:
+    event_ids = True
+
     def __init__(self, message_id: str | None = None) -> None:
         self.message_id = message_id or new_id("msg")
         self._text_id: str | None = None

@@ -7,7 +7,7 @@ import httpx2
 from elicithub.config import McpServerConfig
 from elicithub.triggers.http import pooled_client
 from elicithub.triggers.mcp.questions import Question, Refused
-from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds, is_input_required
+from elicithub.triggers.mcp.rounds import EmptyRound, RoundsExceeded, drive_rounds, is_input_required
 from elicithub.triggers.mcp.server import McpServerTrigger, McpShared
 
 
@@ -22,6 +22,7 @@ def downstream_client(timeout_s: float) -> httpx2.AsyncClient:
 
 
 __all__ = [
+    "EmptyRound",
     "McpServerTrigger",
     "McpShared",
     "Question",

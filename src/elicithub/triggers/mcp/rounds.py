@@ -21,6 +21,11 @@ class RoundsExceeded(RuntimeError):
         self.max_rounds = max_rounds
 
 
+class EmptyRound(ValueError):
+    def __init__(self) -> None:
+        super().__init__("it returned an input-required result with nothing to ask and no requestState")
+
+
 def is_input_required(data: Mapping[str, Any]) -> bool:
     """Whether a raw `tools/call` result is an InputRequiredResult: non-empty `inputRequests`, or a non-empty
     string `requestState`. Anything else (a half-shaped one included) is an ordinary result."""
@@ -39,11 +44,15 @@ async def drive_rounds(
     """Resolve `first` to its final result: fulfil each round's input requests together, retry with them and the
     echoed `requestState`; a round with only state is retried after a back-off (reset by any round that asks).
 
-    `fulfil(round, n)` gets the n-th round (counting from `rounds + 1`); raises RoundsExceeded past `max_rounds`.
+    `fulfil(round, n)` gets the n-th round (counting from `rounds + 1`); raises RoundsExceeded past `max_rounds`,
+    and EmptyRound for a round that is not one by `is_input_required` (the SDK parses `{"requestState": ""}` as one;
+    retrying it would only back off until the cap).
     """
     delay = STATE_ONLY_BACKOFF_S[0]
     current = first
     while isinstance(current, mt.InputRequiredResult):
+        if not is_input_required(current.model_dump(by_alias=True, exclude_none=True)):
+            raise EmptyRound
         rounds += 1
         if rounds > max_rounds:
             raise RoundsExceeded(max_rounds)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from typing import Any
 
@@ -18,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
+from elicithub.core.ports import SecretStore
 from elicithub.core.runs import Message, Pause
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
@@ -29,6 +31,8 @@ from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 log = logging.getLogger(__name__)
 
 TOOLS_TTL_S = 30.0
+LISTING_TTL_S = 7 * 24 * 3600.0
+"""How long the store keeps a user-scoped server's last listing (refreshed whenever someone lists it)."""
 CLIENT_INFO = mt.Implementation(name="elicithub", version=version("elicithub"))
 """How the hub names itself to downstream servers (not the SDK's default `mcp`)."""
 
@@ -44,6 +48,7 @@ class McpShared:
     max_rounds: int
     sampler: Model | None = None
     gate: CredentialGate | None = None
+    listings: SecretStore | None = None  # where user-scoped servers' tool listings are kept for everyone
 
 
 class McpServerTrigger:
@@ -57,6 +62,7 @@ class McpServerTrigger:
         self.max_rounds = shared.max_rounds
         self.sampler = shared.sampler
         self.gate = shared.gate
+        self.listings = shared.listings
         self._tools: tuple[float, list[ToolSpec]] | None = None
         self._listing = asyncio.Lock()
 
@@ -104,26 +110,67 @@ class McpServerTrigger:
         async with self._listing:
             if self._tools is not None and time.monotonic() - self._tools[0] < TOOLS_TTL_S:
                 return self._tools[1]
-            return await self._list(context)
+            found = await self._list(context)
+        if found is not None:
+            return found
+        # Nobody could list this server's tools yet: this person connects their account now, before the model
+        # runs, so the tools can be listed with their token. (Not under the lock: the sign-in takes its time.)
+        assert self.gate is not None and context is not None
+        try:
+            header = await self.gate.authorization(self.server, "tools/list", context)
+        except CredentialRefused:
+            return []
+        async with self._listing:
+            return await self._listed(header)
 
-    async def _list(self, context: CallContext | None) -> list[ToolSpec]:
+    async def _list(self, context: CallContext | None) -> list[ToolSpec] | None:
+        """The tools, or None when only a sign-in by this person can list them."""
         server = self.server
         cached = self._tools[1] if self._tools is not None else None
         header = await self._listing_authorization(context)
-        if server.credential_scope != "none" and header is None:
-            # Never call a protected server without its token: offer what we know of its tools.
+        if server.credential_scope == "project" and header is None:
             return cached if cached is not None else self._declared()
+        if server.credential_scope == "user" and header is None:
+            if server.tools or cached is not None:
+                # Never call a protected server without its token: offer what we know of its tools.
+                return cached if cached is not None else self._declared()
+            known = await self._known()
+            if known is not None:
+                self._tools = (time.monotonic(), known)
+                return known
+            # Nobody has listed its tools yet: some servers list them without a token.
+            with contextlib.suppress(Exception):
+                return await self._listed(None)
+            can_sign_in = self.gate is not None and context is not None and context.can_ask
+            return None if can_sign_in else []
+        return await self._listed(header)
+
+    async def _listed(self, header: str | None) -> list[ToolSpec]:
+        """The server's tools, listed with `header` (raises when it refuses); kept here and in the store."""
+        server = self.server
+        cached = self._tools[1] if self._tools is not None else None
         with authorized(CallAuth(header)) as auth:
             try:
                 async with self._client() as client:
                     listed = await client.list_tools()
             except Exception:
-                if auth.rejected and server.credential_scope == "user":
+                if header is not None and auth.rejected and server.credential_scope == "user":
                     return cached if cached is not None else self._declared()
                 raise
         specs = [ToolSpec(t.name, t.description or t.title or t.name, dict(t.input_schema)) for t in listed.tools]
         self._tools = (time.monotonic(), specs)
+        if server.credential_scope == "user" and self.listings is not None:
+            # Whoever listed them, everyone may see them: a user without a token is asked when a tool is called.
+            data = json.dumps([asdict(s) for s in specs]).encode()
+            await self.listings.put(f"tools:{server.id}", data, LISTING_TTL_S)
         return specs
+
+    async def _known(self) -> list[ToolSpec] | None:
+        """The tools last listed with any user's token, on any hub sharing the store."""
+        if self.listings is None:
+            return None
+        data = await self.listings.get(f"tools:{self.server.id}")
+        return None if data is None else [ToolSpec(**s) for s in json.loads(data)]
 
     def _declared(self) -> list[ToolSpec]:
         return [ToolSpec(t.name, t.description or t.name, dict(t.input_schema)) for t in self.server.tools]
