@@ -57,6 +57,9 @@ def test_config_check_on_a_good_file_prints_what_it_found(tmp_path: Path) -> Non
     assert "  elicitation timeout 120 s, at most 10 rounds" in lines
     assert "  mcp server  deploy: http://127.0.0.1:9100/mcp (credentials: none, protocol: auto)" in lines
     assert "  mcp server  tracker: http://127.0.0.1:9200/mcp (credentials: user, protocol: auto)" in lines
+    tracker = lines.index("  mcp server  tracker: http://127.0.0.1:9200/mcp (credentials: user, protocol: auto)")
+    assert "tracker has no tools: list" in lines[tracker + 1]  # its tools wait for a token
+    assert not any("deploy has no tools" in line or "files has no tools" in line for line in lines)
     assert "  mcp server  files: python server.py (credentials: project, protocol: auto)" in lines
     assert result.stderr == ""
 

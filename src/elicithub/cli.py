@@ -79,6 +79,11 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
         typer.echo(
             f"  mcp server  {server.id}: {where} (credentials: {server.credential_scope}, protocol: {server.protocol})"
         )
+        if server.credential_scope == "user" and not server.tools:
+            typer.echo(
+                f"              {server.id} has no tools: list; unless it lists them without a token, "
+                "the first person to chat connects their account before the model sees its tools"
+            )
 
 
 def main() -> None:
