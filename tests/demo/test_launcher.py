@@ -60,7 +60,7 @@ def test_tracker_and_deploy_run_standalone() -> None:
         wait_for_port(deploy_port)
         stats = httpx.get(f"http://127.0.0.1:{tracker_port}/debug/stats")
         unauthenticated = httpx.post(f"http://127.0.0.1:{deploy_port}/mcp", json={})
-        assert stats.json() == {"unauthenticated": 0, "toolCalls": {}}
+        assert stats.json() == {"unauthenticated": 0, "probes": 0, "toolCalls": {}}
         assert unauthenticated.status_code != 404
     finally:
         for process in processes:

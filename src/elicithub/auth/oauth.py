@@ -1,45 +1,33 @@
-"""The hub as an OAuth 2.1 client of a downstream server's authorization server: discovery, registration, PKCE."""
+"""The hub as an OAuth 2.1 client of a downstream server's authorization server: registration (configured, client
+ID metadata document, or dynamic), code + PKCE flows, refreshes."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import AsyncOAuth2Client
-from mcp.client.auth.utils import (
-    build_oauth_authorization_server_metadata_discovery_urls,
-    build_protected_resource_metadata_discovery_urls,
-)
-from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
-from pydantic import ValidationError
+from mcp.client.auth.utils import union_scopes
 
+from elicithub.auth.discovery import AuthServer, OAuthProblem, discover
 from elicithub.auth.vault import ClientRegistration, Credential, Vault
 from elicithub.config import McpServerConfig, OAuthConfig
+
+__all__ = ["AuthServer", "Authorization", "OAuthClient", "OAuthProblem"]
 
 log = logging.getLogger(__name__)
 
 _METADATA_TTL_S = 300.0
 
-
-class OAuthProblem(Exception):
-    """The authorization server could not be found, or refused us; the message is safe to show a person."""
-
-
-@dataclass(frozen=True)
-class AuthServer:
-    issuer: str
-    authorization_endpoint: str
-    token_endpoint: str
-    registration_endpoint: str | None
-    resource: str | None  # RFC 8707 resource indicator: the protected MCP server
-    scope: str | None
-    auth_methods: list[str] | None = None  # token_endpoint_auth_methods_supported
+CLIENT_METADATA_PATH = "/oauth/client-metadata.json"
+"""Where the hub serves its OAuth client ID metadata document; its URL is the hub's client_id at authorization
+servers that support such documents."""
 
 
 @dataclass(frozen=True)
@@ -49,12 +37,35 @@ class Authorization:
 
 
 class OAuthClient:
-    """One per hub: finds each server's authorization server and runs code + PKCE flows and refreshes against it."""
+    """One per hub: finds each server's authorization server and runs code + PKCE flows and refreshes against it.
+    `public_url` is where the hub is reached: its callback, and its client ID metadata document."""
 
-    def __init__(self, vault: Vault, callback_url: str) -> None:
+    def __init__(self, vault: Vault, public_url: str) -> None:
         self.vault = vault
-        self.callback_url = callback_url
+        self.public_url = public_url.rstrip("/")
+        self.callback_url = self.public_url + "/auth/callback"
         self._servers: dict[str, tuple[float, AuthServer]] = {}
+
+    @property
+    def client_metadata_url(self) -> str | None:
+        """The hub's client_id as a metadata document URL: https, or http on a loopback host (for development)."""
+        url = self.public_url + CLIENT_METADATA_PATH
+        parts = urlsplit(url)
+        if parts.scheme == "https" or parts.hostname in ("127.0.0.1", "localhost", "::1"):
+            return url
+        return None
+
+    def client_metadata(self) -> dict[str, Any]:
+        """The document served at `client_metadata_url`: a public client using PKCE."""
+        return {
+            "client_id": self.client_metadata_url,
+            "client_name": "elicithub",
+            "client_uri": self.public_url,
+            "redirect_uris": [self.callback_url],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
 
     def _http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(timeout=15, follow_redirects=False)
@@ -69,63 +80,33 @@ class OAuthClient:
 
     async def _discover(self, server: McpServerConfig) -> AuthServer:
         oauth = server.oauth
-        scopes = " ".join(oauth.scopes) if oauth and oauth.scopes else None
         if oauth is not None and oauth.authorization_endpoint and oauth.token_endpoint:
+            scopes = " ".join(oauth.scopes) if oauth.scopes else None
             issuer = oauth.issuer or oauth.authorization_endpoint
             return AuthServer(issuer, oauth.authorization_endpoint, oauth.token_endpoint, None, server.url, scopes)
-        assert server.url is not None
-        async with self._http() as http:
-            found_at, resource = await _first(
-                http, build_protected_resource_metadata_discovery_urls(None, server.url), _prm
-            )
-            if resource is not None and not _describes(str(resource.resource), found_at):
-                # RFC 9728 §3.3: metadata naming another resource must not be used, or the hub would request a
-                # token for that resource and send it there.
-                log.warning(
-                    "%s: protected-resource metadata at %s names the resource %s; not used",
-                    server.id,
-                    found_at,
-                    resource.resource,
-                )
-                raise OAuthProblem(
-                    f"{server.display_name}'s protected-resource metadata names another resource "
-                    f"({urlsplit(str(resource.resource)).netloc or resource.resource}), so the hub did not sign in."
-                )
-            issuer_url = oauth.issuer if oauth and oauth.issuer else None
-            if issuer_url is None and resource is not None and resource.authorization_servers:
-                issuer_url = str(resource.authorization_servers[0])
-            urls = build_oauth_authorization_server_metadata_discovery_urls(issuer_url, server.url)
-            _, metadata = await _first(http, urls, _asm)
-        if metadata is None:
-            raise OAuthProblem(f"Could not find the authorization server for {server.display_name}.")
-        if scopes is None and resource is not None and resource.scopes_supported:
-            scopes = " ".join(resource.scopes_supported)
-        return AuthServer(
-            issuer=str(metadata.issuer),
-            authorization_endpoint=str(metadata.authorization_endpoint),
-            token_endpoint=str(metadata.token_endpoint),
-            registration_endpoint=str(metadata.registration_endpoint) if metadata.registration_endpoint else None,
-            resource=str(resource.resource) if resource is not None else server.url,
-            scope=scopes,
-            auth_methods=metadata.token_endpoint_auth_methods_supported,
-        )
+        return await discover(server)
 
     async def registration(self, server: McpServerConfig, found: AuthServer) -> ClientRegistration:
-        """The configured client, else the one registered before, else register now (RFC 7591)."""
+        """The configured client; else the hub's client ID metadata document where the server takes one; else the
+        client registered before (if registered for the scope wanted now); else register now (RFC 7591)."""
         if server.oauth is not None and server.oauth.client_id is not None:
             env = server.oauth.client_secret_env
             secret = os.environ.get(env) if env else None
             if env and not secret:
                 raise OAuthProblem(f"The hub is missing the client secret for {server.display_name} (${env}).")
             return ClientRegistration(server.oauth.client_id, secret, _auth_method(server.oauth, secret, found))
+        if found.client_id_metadata and self.client_metadata_url is not None:
+            return ClientRegistration(self.client_metadata_url, None, "none")
         known = await self.vault.client(found.issuer)
-        if known is not None:
+        if known is not None and _covers(known.scope, found.scope):
             return known
         if found.registration_endpoint is None:
             raise OAuthProblem(
                 f"{server.display_name}'s authorization server does not register clients; "
                 "configure oauth.client_id for it."
             )
+        # A client registered for fewer scopes registers again for all of them, or a step-up could not ask.
+        scope = union_scopes(known.scope if known is not None else None, found.scope)
         metadata: dict[str, Any] = {
             "client_name": "elicithub",
             "redirect_uris": [self.callback_url],
@@ -133,15 +114,18 @@ class OAuthClient:
             "response_types": ["code"],
             "token_endpoint_auth_method": "client_secret_post",
         }
-        if found.scope:
-            metadata["scope"] = found.scope
+        if scope:
+            metadata["scope"] = scope
         async with self._http() as http:
             response = await http.post(found.registration_endpoint, json=metadata)
         if response.status_code not in (200, 201):
             raise OAuthProblem(f"{server.display_name}'s authorization server refused to register the hub.")
         body = response.json()
         client = ClientRegistration(
-            body["client_id"], body.get("client_secret"), body.get("token_endpoint_auth_method", "client_secret_post")
+            body["client_id"],
+            body.get("client_secret"),
+            body.get("token_endpoint_auth_method", "client_secret_post"),
+            body.get("scope", scope),
         )
         await self.vault.save_client(found.issuer, client)
         log.info("registered with the authorization server of %s", server.id)
@@ -158,8 +142,11 @@ class OAuthClient:
             timeout=15,
         )
 
-    async def authorization(self, server: McpServerConfig, state: str) -> Authorization:
+    async def authorization(self, server: McpServerConfig, state: str, *, scope: str | None = None) -> Authorization:
+        """Where to send the person to sign in; `scope` asks for more than the server's usual (a step-up)."""
         found = await self.auth_server(server)
+        if scope:
+            found = replace(found, scope=union_scopes(found.scope, scope))
         client = await self.registration(server, found)
         verifier = generate_token(64)
         extra = {"resource": found.resource} if found.resource else {}
@@ -233,38 +220,6 @@ def _oauth_error(exc: Exception) -> str:
     return str(code) if code else type(exc).__name__
 
 
-async def _first(http: httpx.AsyncClient, urls: list[str], parse: Any) -> tuple[str, Any]:
-    """The first of `urls` that serves valid metadata: where, and what (None when none does)."""
-    for url in urls:
-        try:
-            response = await http.get(url, headers={"accept": "application/json"})
-        except httpx.HTTPError as exc:
-            log.debug("metadata at %s unreachable: %s", url, exc)
-            continue
-        if response.status_code == 200:
-            try:
-                return url, parse(response.content)
-            except ValidationError:
-                log.warning("metadata at %s is not valid", url)
-    return "", None
-
-
-_PRM_PATH = "/.well-known/oauth-protected-resource"
-
-
-def _describes(resource: str, found_at: str) -> bool:
-    """Whether metadata found at `found_at` may name `resource`: the resource identifier its well-known URL was
-    built from (RFC 9728 §3.3), compared without a trailing slash and with scheme and host in lower case."""
-    at = urlsplit(found_at)
-    expected = f"{at.scheme}://{at.netloc}{at.path.removeprefix(_PRM_PATH)}"
-    return _canonical(resource) == _canonical(expected)
-
-
-def _canonical(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
-
-
 def _auth_method(oauth: OAuthConfig, secret: str | None, found: AuthServer) -> str:
     """How a pre-registered client authenticates at the token endpoint: as configured, else none without a
     secret, else client_secret_basic when the server lists it or lists nothing (the default every server
@@ -279,9 +234,6 @@ def _auth_method(oauth: OAuthConfig, secret: str | None, found: AuthServer) -> s
     return "client_secret_post"
 
 
-def _prm(body: bytes) -> ProtectedResourceMetadata:
-    return ProtectedResourceMetadata.model_validate_json(body)
-
-
-def _asm(body: bytes) -> OAuthMetadata:
-    return OAuthMetadata.model_validate_json(body)
+def _covers(registered: str | None, wanted: str | None) -> bool:
+    """Whether a client registered for `registered` scopes (None: unrecorded, assumed enough) may ask for `wanted`."""
+    return registered is None or not wanted or set(wanted.split()) <= set(registered.split())

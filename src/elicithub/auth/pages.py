@@ -11,10 +11,10 @@ import secrets
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from elicithub.auth.links import BadLink
-from elicithub.auth.oauth import OAuthProblem
+from elicithub.auth.oauth import CLIENT_METADATA_PATH, OAuthProblem
 from elicithub.auth.vault import SignIn
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
 from elicithub.errors import HubError
@@ -66,6 +66,16 @@ def _finished(elicitation: Elicitation) -> HTMLResponse:
     return _page(409, "Already answered", "This sign-in request was already answered; you can close this window.")
 
 
+@router.get(CLIENT_METADATA_PATH)
+async def client_metadata(request: Request) -> Response:
+    """The hub's OAuth client ID metadata document: authorization servers that support them fetch it to learn the
+    client whose id is this URL (no registration needed)."""
+    oauth = request.app.state.hub.oauth
+    if oauth.client_metadata_url is None:
+        return JSONResponse({"error": "not_found"}, status_code=404)
+    return JSONResponse(oauth.client_metadata(), headers={"cache-control": "public, max-age=300"})
+
+
 @router.get("/auth/connect")
 async def connect(request: Request, t: str = "") -> Response:
     hub = request.app.state.hub
@@ -86,7 +96,8 @@ async def connect(request: Request, t: str = "") -> Response:
         return _page(404, "This link does not work", "The service of this sign-in request is not configured.")
     state = secrets.token_urlsafe(32)
     try:
-        authorization = await hub.oauth.authorization(server, state)
+        scope = elicitation.context.get("scope")  # a step-up asks for more
+        authorization = await hub.oauth.authorization(server, state, scope=scope if isinstance(scope, str) else None)
     except OAuthProblem as exc:
         await _settle(request, elicitation, "decline")
         return _page(502, f"Could not connect {server.display_name}", str(exc))

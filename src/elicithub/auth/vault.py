@@ -36,6 +36,7 @@ class ClientRegistration:
     client_id: str
     client_secret: str | None = None
     token_endpoint_auth_method: str = "client_secret_post"
+    scope: str | None = None  # what it was registered for, when the hub registered it
 
     def __repr__(self) -> str:
         return f"ClientRegistration(client_id={self.client_id!r})"

@@ -36,13 +36,15 @@ class Issue:
 
 @dataclass
 class TrackerStats:
-    """What tests count: requests to /mcp refused for lack of a valid token, and successful tool calls."""
+    """What tests count: requests to /mcp refused for lack of a valid token (an `initialize` refused so counts as a
+    probe: clients send one to read the challenge), and successful tool calls."""
 
     unauthenticated: int = 0
+    probes: int = 0
     tool_calls: Counter[str] = field(default_factory=Counter)
 
     def as_json(self) -> dict[str, object]:
-        return {"unauthenticated": self.unauthenticated, "toolCalls": dict(self.tool_calls)}
+        return {"unauthenticated": self.unauthenticated, "probes": self.probes, "toolCalls": dict(self.tool_calls)}
 
 
 class Tracker:
@@ -136,7 +138,7 @@ def _owner() -> str:
 
 
 class _CountRejections:
-    """ASGI wrapper counting 401 responses on the MCP endpoint."""
+    """ASGI wrapper counting 401 responses on the MCP endpoint, telling `initialize` probes apart."""
 
     def __init__(self, app: ASGIApp, stats: TrackerStats) -> None:
         self.app = app
@@ -146,13 +148,27 @@ class _CountRejections:
         if scope["type"] != "http" or scope["path"].rstrip("/") != MCP_PATH:
             await self.app(scope, receive, send)
             return
+        # The bearer check answers before anything reads the body, so read it first (requests here are small).
+        messages: list[Message] = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        probe = b'"initialize"' in b"".join(m.get("body", b"") for m in messages)
+
+        async def replaying() -> Message:
+            return messages.pop(0) if messages else await receive()
 
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
-                self.stats.unauthenticated += 1
+                if probe:
+                    self.stats.probes += 1
+                else:
+                    self.stats.unauthenticated += 1
             await send(message)
 
-        await self.app(scope, receive, counting_send)
+        await self.app(scope, replaying, counting_send)
 
 
 def base_url(host: str, port: int) -> str:

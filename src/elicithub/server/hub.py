@@ -82,7 +82,7 @@ class Hub:
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.secrets, self.keys)
         self.links = LinkSigner(self.keys)
-        self.oauth = OAuthClient(self.vault, config.public_url.rstrip("/") + "/auth/callback")
+        self.oauth = OAuthClient(self.vault, config.public_url)
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
         )

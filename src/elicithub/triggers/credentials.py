@@ -9,6 +9,8 @@ import time
 from dataclasses import replace
 from urllib.parse import urlencode
 
+from mcp.client.auth.utils import union_scopes
+
 from elicithub.auth.links import LinkSigner
 from elicithub.auth.oauth import OAuthClient, OAuthProblem
 from elicithub.auth.vault import Credential, Vault
@@ -51,9 +53,16 @@ class CredentialGate:
         self._refreshing: dict[tuple[str, str], asyncio.Lock] = {}
 
     async def authorization(
-        self, server: McpServerConfig, tool: str, context: CallContext, *, reconnect: bool = False
+        self,
+        server: McpServerConfig,
+        tool: str,
+        context: CallContext,
+        *,
+        reconnect: bool = False,
+        step_up: str | None = None,
     ) -> str | None:
-        """The header value for this call; raises CredentialRefused. `reconnect`: the stored token was rejected."""
+        """The header value for this call; raises CredentialRefused. `reconnect`: the stored token was rejected;
+        `step_up`: it lacks this scope, so the person signs in again for it (keeping the old token until then)."""
         if server.credential_scope == "none":
             return None
         if server.credential_scope == "project":
@@ -67,6 +76,11 @@ class CredentialGate:
         if not context.can_ask or context.user_id is None:
             raise CredentialRefused(needs_connection(server, tool))
         user_id = context.user_id
+        if step_up is not None:
+            current = await self.vault.credential(server.id, user_id)
+            scope = union_scopes(current.scope if current is not None else None, step_up)
+            wider = await self._connect(server, tool, context, user_id, scope=scope)
+            return f"Bearer {wider.access_token}"
         if reconnect:
             await self.vault.forget_credential(server.id, user_id)
         credential = await self.usable(server, user_id)
@@ -97,16 +111,23 @@ class CredentialGate:
             log.info("refreshed the %s token", server.id)
             return refreshed
 
-    async def _connect(self, server: McpServerConfig, tool: str, context: CallContext, user_id: str) -> Credential:
+    async def _connect(
+        self, server: McpServerConfig, tool: str, context: CallContext, user_id: str, *, scope: str | None = None
+    ) -> Credential:
+        about: dict[str, object] = {"trigger": "credential_required", "serverId": server.id, "toolName": tool}
+        message = f"{server.display_name} requires authentication. Connect your account to continue."
+        if scope is not None:
+            about["scope"] = scope
+            message = f"{server.display_name} needs more access for {tool}. Connect your account again to allow it."
         elicitation = new_elicitation(
             conversation_id=context.conversation_id,
             user_id=user_id,
             run_id=context.run_id,
             mode="url",
-            message=f"{server.display_name} requires authentication. Connect your account to continue.",
+            message=message,
             timeout_s=self.timeout_s,
             url="about:blank",
-            context={"trigger": "credential_required", "serverId": server.id, "toolName": tool},
+            context=about,
         )
         token = self.links.sign(elicitation.id, user_id)
         elicitation = replace(elicitation, url=f"{self.public_url}/auth/connect?{urlencode({'t': token})}")

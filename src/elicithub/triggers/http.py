@@ -8,14 +8,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx2
+from mcp.client.auth.utils import extract_field_from_www_auth
 
 
 @dataclass
 class CallAuth:
-    """The Authorization header of the call in progress, and whether the server rejected it (401)."""
+    """The Authorization header of the call in progress; whether the server rejected it (401); and the scope it
+    asked for when the token had too little (403 `insufficient_scope`; "" when its challenge named none)."""
 
     header: str | None
     rejected: bool = False
+    insufficient_scope: str | None = None
 
 
 _call_auth: contextvars.ContextVar[CallAuth | None] = contextvars.ContextVar("elicithub_call_auth", default=None)
@@ -29,8 +32,12 @@ class ContextAuth(httpx2.Auth):
         if auth is not None and auth.header is not None:
             request.headers["Authorization"] = auth.header
         response = yield request
-        if auth is not None and response.status_code == 401:
+        if auth is None:
+            return
+        if response.status_code == 401:
             auth.rejected = True
+        elif response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
+            auth.insufficient_scope = extract_field_from_www_auth(response, "scope") or ""
 
 
 @contextmanager

@@ -195,18 +195,29 @@ class McpServerTrigger:
         server = self.server
         if self.gate is None or server.credential_scope == "none":
             return await self._call(tool, arguments, context, CallAuth(None))
-        for reconnect in (False, True):
+        # A rejected token gets one new sign-in; a token short of a scope one step-up (never a loop of either).
+        reconnect = stepped = False
+        step_up: str | None = None
+        while True:
             try:
-                header = await self.gate.authorization(server, tool, context, reconnect=reconnect)
+                header = await self.gate.authorization(server, tool, context, reconnect=reconnect, step_up=step_up)
             except CredentialRefused as exc:
                 return ToolOutcome(str(exc), is_error=True)
             auth = CallAuth(header)
             outcome = await self._call(tool, arguments, context, auth)
+            if auth.insufficient_scope is not None:
+                wanted = auth.insufficient_scope
+                log.info("%s wants the scope %r for %s", server.id, wanted, tool)
+                if server.credential_scope == "user" and wanted and not stepped:
+                    step_up, stepped = wanted, True
+                    continue
+                return ToolOutcome(_short_of_scope(server.display_name, f"{server.id}.{tool}", wanted), is_error=True)
             if not auth.rejected:
                 return outcome
             log.info("%s rejected the credential for %s", server.id, tool)
-            if server.credential_scope != "user":
+            if server.credential_scope != "user" or reconnect:
                 break
+            reconnect, step_up = True, None
         return ToolOutcome(f"{server.display_name} rejected the credential for {server.id}.{tool}.", is_error=True)
 
     async def _call(self, tool: str, arguments: dict[str, Any], context: CallContext, auth: CallAuth) -> ToolOutcome:
@@ -323,6 +334,11 @@ def _text(result: mt.CallToolResult) -> str:
     if result.structured_content is not None:
         return json.dumps(result.structured_content)
     return ""
+
+
+def _short_of_scope(server: str, tool: str, scope: str) -> str:
+    wanted = f" ({scope})" if scope else ""
+    return f"{server} needs more access{wanted} for {tool} than the connected account allows."
 
 
 def _leaf(exc: BaseException) -> BaseException:
