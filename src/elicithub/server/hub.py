@@ -27,6 +27,9 @@ from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
 from elicithub.store import open_backend
+from elicithub.surfaces import Surface
+from elicithub.surfaces.a2a_server import A2aSurface
+from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.triggers.credentials import CredentialGate
@@ -110,6 +113,16 @@ class Hub:
             AGENTS,
             host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
+        self.a2a = A2aSurface(
+            self.conversations,
+            self.broker,
+            HubTaskStore(self.backend.secrets, config.conversations.retention_s),
+            self.identity.user_for,
+            config.public_url,
+            AGENTS,
+        )
+        self.surfaces: list[Surface] = [self.mcp, self.a2a]
+        """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
