@@ -1,4 +1,4 @@
-"""The `elicithub` command: run the hub, or check a config."""
+"""The `elicithub` command: run the hub, check a config, test MCP servers that ask, or chat with a hub."""
 
 from __future__ import annotations
 
@@ -60,6 +60,24 @@ def serve(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     uvicorn.run(create_app(loaded, hub), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+
+
+@app.command("test")
+def test_suites(
+    suites: Annotated[list[Path], typer.Argument(help="YAML suites (*.elicit.yaml).")],
+    record: Annotated[Path | None, typer.Option(help="Write one cassette per test under this folder.")] = None,
+    replay: Annotated[Path | None, typer.Option(help="Run from the cassettes under this folder, with no server.")] = None,
+    interactive: Annotated[
+        bool, typer.Option(help="Ask at the terminal when no fixture answers a question (only on a TTY).")
+    ] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    k: Annotated[str | None, typer.Option("-k", help="Only tests whose name contains this text.")] = None,
+) -> None:
+    """Run tool tests against MCP servers, answering their questions from fixtures."""
+    from elicithub.testing.command import Request, run
+
+    request = Request(suites, record=record, replay=replay, interactive=interactive, junit=junit, pattern=k)
+    raise typer.Exit(run(request, say=typer.echo))
 
 
 @config_app.command("check")
