@@ -66,7 +66,9 @@ def serve(
 def test_suites(
     suites: Annotated[list[Path], typer.Argument(help="YAML suites (*.elicit.yaml).")],
     record: Annotated[Path | None, typer.Option(help="Write one cassette per test under this folder.")] = None,
-    replay: Annotated[Path | None, typer.Option(help="Run from the cassettes under this folder, with no server.")] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Run from the cassettes under this folder, with no server.")
+    ] = None,
     interactive: Annotated[
         bool, typer.Option(help="Ask at the terminal when no fixture answers a question (only on a TTY).")
     ] = False,
@@ -78,6 +80,20 @@ def test_suites(
 
     request = Request(suites, record=record, replay=replay, interactive=interactive, junit=junit, pattern=k)
     raise typer.Exit(run(request, say=typer.echo))
+
+
+@app.command()
+def chat(
+    url: Annotated[str, typer.Option(help="The hub.")] = "http://127.0.0.1:8700",
+    token: Annotated[str | None, typer.Option(envvar="ELICITHUB_TOKEN", help="Your bearer token.")] = None,
+    conversation: Annotated[str | None, typer.Option(help="Continue this conversation.")] = None,
+) -> None:
+    """Chat with a hub in the terminal; its questions are asked here."""
+    import anyio
+
+    from elicithub.clients.terminal import chat as run_chat
+
+    anyio.run(run_chat, url, token, conversation)
 
 
 @config_app.command("check")

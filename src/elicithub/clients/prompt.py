@@ -33,10 +33,13 @@ def read_line(prompt: str) -> str:
     """`input`, with Ctrl-C raising KeyboardInterrupt even under an event loop that handles SIGINT itself."""
     if threading.current_thread() is not threading.main_thread():
         return input(prompt)
+    # An event loop's own handler (and its wakeup fd) would see the Ctrl-C later as well: both are set aside.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    wakeup = signal.set_wakeup_fd(-1)
     try:
         return input(prompt)
     finally:
+        signal.set_wakeup_fd(wakeup)
         signal.signal(signal.SIGINT, previous)
 
 

@@ -68,7 +68,7 @@ class Answers:
         unused = [k for k in self.fixtures if k not in self._used]
         fits = [k for k in unused if (m := self.fixtures[k].match) is not None and m.message_contains in params.message]
         plain = [k for k in unused if self.fixtures[k].match is None]
-        key = (fits or plain or [None])[0]
+        key = next(iter(fits or plain), None)
         if key is not None:
             self._used.add(key)
         asked = asked_of(key, params, len(self.asked) + 1)

@@ -48,7 +48,8 @@ class Normalizer:
         params = out.get("params")
         if isinstance(params, dict) and isinstance(params.get("requestState"), str):
             params["requestState"] = self.states.get(params["requestState"], params["requestState"])
-        return _volatile_meta(out)
+        stable: dict[str, Any] = _volatile_meta(out)
+        return stable
 
     def adopt(self, message: dict[str, Any]) -> None:
         """A recorded server message is sent as is on replay: its ids and states then stand for themselves."""

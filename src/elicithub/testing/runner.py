@@ -94,10 +94,14 @@ async def run_test(loaded: LoadedSuite, test: TestSpec, options: RunOptions) -> 
             outcome.failures += call.notes
             outcome.failures += check(test.expect, result, call.rounds, answers.asked)
             if replay is not None and replay.leftover():
-                outcome.failures.append(f"the recording has {len(replay.leftover())} more request(s) the run never sent")
+                outcome.failures.append(
+                    f"the recording has {len(replay.leftover())} more request(s) the run never sent"
+                )
         outcome.rounds, outcome.asked = call.rounds, answers.asked
     if recording is not None and options.record is not None:
-        write_cassette(cassette_path(options.record, loaded.path, test.name), loaded.path, test.name, recording.messages)
+        write_cassette(
+            cassette_path(options.record, loaded.path, test.name), loaded.path, test.name, recording.messages
+        )
     return outcome
 
 
@@ -137,7 +141,9 @@ class _Call:
             raise self.failure
         return result
 
-    def _recognized(self, result: mt.CallToolResult | mt.InputRequiredResult) -> mt.CallToolResult | mt.InputRequiredResult:
+    def _recognized(
+        self, result: mt.CallToolResult | mt.InputRequiredResult
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
         if not isinstance(result, mt.InputRequiredResult):
             return result
         raw = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -161,7 +167,9 @@ class _Call:
                 raise TestFailure(f"input request {key!r} is {request.method}, which the test runner cannot answer")
         return responses
 
-    async def _elicited(self, context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult | mt.ErrorData:
+    async def _elicited(
+        self, context: ClientRequestContext, params: mt.ElicitRequestParams
+    ) -> mt.ElicitResult | mt.ErrorData:
         # A 2025-11-25 question: our failure is kept (the server only sees an error) and reported after the call.
         self.rounds += 1
         try:

@@ -103,7 +103,9 @@ class Replay(_Streams):
         """What the recording still expected the client to send."""
         return [m for side, m in self.script[self.position :] if side == "client"]
 
-    async def _answer(self, sent: dict[str, Any], to_client: MemoryObjectSendStream[SessionMessage | Exception]) -> bool:
+    async def _answer(
+        self, sent: dict[str, Any], to_client: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> bool:
         stable = self.normalizer.normalize("client", sent)
         expected = self.script[self.position] if self.position < len(self.script) else None
         if expected is None or expected[0] != "client" or expected[1] != stable:
