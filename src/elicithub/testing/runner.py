@@ -196,6 +196,8 @@ def _why(exc: BaseException, call: _Call, replay: Replay | None) -> str:
         return str(leaf)
     if isinstance(leaf, RoundsExceeded):
         return f"the server kept asking for more than {leaf.max_rounds} rounds"
+    if isinstance(leaf, MCPError) and leaf.code == mt.CONNECTION_CLOSED:
+        return "the connection to the server closed before the call finished (did the server start?)"
     if isinstance(leaf, MCPError):
         return f"the server answered with an error: {leaf}"
     return f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
