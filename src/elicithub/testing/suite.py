@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_MAX_ROUNDS = 5
 
@@ -83,13 +83,15 @@ class Suite(_Strict):
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=100)
     tests: list[TestSpec] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _unique_names(self) -> Suite:
-        names = [t.name for t in self.tests]
+    @field_validator("tests")
+    @classmethod
+    def _unique_names(cls, tests: list[TestSpec]) -> list[TestSpec]:
+        # Names are what -k selects, what reports show and what cassettes are named after.
+        names = [t.name for t in tests]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"test names must be unique; repeated: {', '.join(twice)}")
-        return self
+        return tests
 
 
 class LoadedSuite(BaseModel):
