@@ -69,4 +69,4 @@ class SuiteItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.path.name}::{self.name}"
+        return self.path, None, self.name
