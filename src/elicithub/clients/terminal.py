@@ -32,6 +32,8 @@ class Chat:
         self.terminal = terminal
         self.conversation_id = conversation_id
         self.opener = opener
+        self.tools: dict[str, str] = {}
+        """Tool names by call id, to name a call that failed."""
         self.waiting: set[str] = set()
         """url questions waiting for a sign-in in the browser; Ctrl-C cancels them."""
 
@@ -80,9 +82,10 @@ class Chat:
             sys.stdout.write(event.text)
             sys.stdout.flush()
         elif isinstance(event, ToolCall):
+            self.tools[event.call_id] = event.name
             say(f"[calling {event.name}]")
         elif isinstance(event, ToolResult) and event.is_error:
-            say(f"[{event.call_id} failed]")
+            say(f"[{self.tools.get(event.call_id, event.call_id)} failed]")
         elif isinstance(event, ElicitationRequest):
             await self._ask(event)
         elif isinstance(event, ElicitationResolved):
