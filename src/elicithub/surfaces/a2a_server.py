@@ -103,6 +103,7 @@ class A2aSurface:
         self.broker = broker
         self.tasks = tasks
         self.user_for = user_for
+        self.agents = agents
         self.card = agent_card(public_url, agents)
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
         rpc = create_jsonrpc_routes(self.handler, "/a2a", _Identity(user_for), enable_v0_3_compat=True)
@@ -123,6 +124,10 @@ class A2aSurface:
             yield
         finally:
             await self.handler.aclose()
+
+    def agent(self, requested: object) -> str:
+        """The agent a message asks for (its metadata's `agent`), else the first (the default)."""
+        return requested if isinstance(requested, str) and requested in self.agents else next(iter(self.agents))
 
     async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -251,7 +256,10 @@ class _Executor(AgentExecutor):
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
             )
             await updater.start_work()
-            sent = await surface.conversations.send(caller, context.context_id, context.get_user_input())
+            agent = context.metadata.get("agent") if context.metadata else None
+            sent = await surface.conversations.send(
+                caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
+            )
             run_id, after = sent.run_id, sent.after
         else:
             paused = paused_at(task)
