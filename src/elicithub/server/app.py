@@ -81,6 +81,8 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
     app.router.routes.extend(hub.mcp.routes)
+    if hub.slack is not None:
+        app.router.routes.extend(hub.slack.routes)
     app.include_router(pages.router)
     redact_access_log()
     app.include_router(web.router)

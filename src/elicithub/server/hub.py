@@ -12,7 +12,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from elicithub.auth.keys import Keys, load_keys
-from elicithub.auth.links import LinkSigner
+from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.vault import Vault
 from elicithub.config import Config, McpServerConfig
@@ -29,6 +29,7 @@ from elicithub.server.identity import Identity
 from elicithub.store import open_backend
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
+from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
@@ -82,6 +83,7 @@ class Hub:
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.secrets, self.keys)
         self.links = LinkSigner(self.keys)
+        self.link_tickets = LinkTickets(self.backend.secrets)
         self.oauth = OAuthClient(self.vault, config.public_url.rstrip("/") + "/auth/callback")
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
@@ -110,6 +112,21 @@ class Hub:
             AGENTS,
             host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
+        # Optional surfaces: the app mounts the routes of those configured.
+        self.slack = (
+            SlackSurface(
+                config.slack,
+                self.conversations,
+                self.broker,
+                self.backend.secrets,
+                self.links,
+                config.public_url,
+                {s.id: s.display_name for s in config.mcp_servers},
+                config.conversations.retention_s + config.elicitation.timeout_s,
+            )
+            if config.slack is not None
+            else None
+        )
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -132,6 +149,8 @@ class Hub:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.slack is not None:
+            await self.slack.close()
         await self.conversations.close()
         await self.broker.close()
         await self.tools.close()
