@@ -178,6 +178,7 @@ def mrtr_slack_hub(
     slack_env: None, standin: SlackStandIn, tmp_path: Path, mrtr_server: McpProcess
 ) -> Iterator[SlackHub]:
     port = free_port()
-    hub = SlackHub(slack_config(tmp_path, port, standin, mcp_servers=[{"id": "mrtr", "url": mrtr_server.url}]), port, standin)
+    config = slack_config(tmp_path, port, standin, mcp_servers=[{"id": "mrtr", "url": mrtr_server.url}])
+    hub = SlackHub(config, port, standin)
     yield hub
     hub.stop()

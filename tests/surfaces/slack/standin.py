@@ -106,7 +106,8 @@ class SlackStandIn:
             return {"ok": True, "team_id": TEAM, "user_id": BOT_USER, "bot_id": "BBOT", "user": "elicithub"}
         if method == "chat.postMessage":
             ts = f"{1_700_000_000 + next(self._ts)}.000100"
-            message = Message(params["channel"], ts, params.get("thread_ts"), params["text"], params.get("blocks") or [])
+            thread_ts, blocks = params.get("thread_ts"), params.get("blocks") or []
+            message = Message(params["channel"], ts, thread_ts, params["text"], blocks)
             self.messages[ts] = message
             return {"ok": True, "channel": message.channel, "ts": ts, "message": {"text": message.text, "ts": ts}}
         if method == "chat.update":

@@ -45,7 +45,7 @@ def test_connect_in_slack_resumes_the_call_and_answers_in_the_thread(
 
     standin.wait(lambda: "Connected" in question.context())
     assert question.buttons() == []
-    reply = standin.wait(lambda: [m for m in standin.in_thread(thread) if m.ts > question.ts and "issue" in m.text.lower()])
+    reply = standin.wait(lambda: [m for m in standin.in_thread(thread) if m.ts > question.ts and "issue" in m.text])
     assert not reply[0].text.startswith("Tool error")
 
     credential = asyncio.run(slack_hub.hub.vault.credential("tracker", "alice"))
