@@ -47,18 +47,20 @@ def slack_config(tmp_path: Path, port: int, api: SlackStandIn, **overrides: Any)
 class SlackHub(RunningHub):
     """A hub with the Slack surface, reached the way Slack reaches it: signed POSTs to /slack/events."""
 
-    def __init__(self, data: dict[str, Any], port: int, api: SlackStandIn, secret: str = SIGNING_SECRET) -> None:
+    def __init__(self, data: dict[str, Any], port: int, api: SlackStandIn) -> None:
         super().__init__(parse_config(data), port)
         self.api = api
-        self.signer = SignatureVerifier(secret)
         self._ids = itertools.count(1)
 
-    def post(self, body: str, content_type: str, timestamp: int | None = None) -> httpx.Response:
+    def post(
+        self, body: str, content_type: str, timestamp: int | None = None, secret: str = SIGNING_SECRET
+    ) -> httpx.Response:
+        """POST to /slack/events signed as Slack signs (v0 HMAC-SHA256 of the timestamp and body)."""
         stamp = str(int(time.time()) if timestamp is None else timestamp)
         headers = {
             "content-type": content_type,
             "x-slack-request-timestamp": stamp,
-            "x-slack-signature": self.signer.generate_signature(timestamp=stamp, body=body),
+            "x-slack-signature": SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body),
         }
         return httpx.post(f"{self.url}/slack/events", content=body, headers=headers, timeout=30)
 
@@ -96,9 +98,11 @@ class SlackHub(RunningHub):
         event = json.loads(body)["event"]
         return str(event.get("thread_ts") or event["ts"])
 
-    def interact(self, payload: dict[str, Any], timestamp: int | None = None) -> httpx.Response:
+    def interact(
+        self, payload: dict[str, Any], timestamp: int | None = None, secret: str = SIGNING_SECRET
+    ) -> httpx.Response:
         body = urlencode({"payload": json.dumps(payload)})
-        return self.post(body, "application/x-www-form-urlencoded", timestamp)
+        return self.post(body, "application/x-www-form-urlencoded", timestamp, secret)
 
     def press_body(self, slack_user: str, message: Message, action_id: str) -> dict[str, Any]:
         button = next(b for b in message.buttons() if b["action_id"] == action_id)
