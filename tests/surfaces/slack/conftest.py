@@ -149,6 +149,8 @@ def submission(slack_user: str, view: dict[str, Any], answers: dict[str, Any]) -
             chosen = value if value is not None else initial
             options = [o for o in element["options"] if o["value"] == chosen]
             state["selected_option"] = options[0] if options else None
+        elif element["type"] == "datepicker":
+            state["selected_date"] = value if value is not None else element.get("initial_date")
         else:
             state["value"] = value if value is not None else element.get("initial_value")
         values[block["block_id"]] = {element["action_id"]: state}
