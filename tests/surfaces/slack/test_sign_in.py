@@ -40,7 +40,8 @@ def test_connect_in_slack_resumes_the_call_and_answers_in_the_thread(
     assert (ephemeral["user"], ephemeral["channel"], ephemeral["thread_ts"]) == (ALICE, CHANNEL, thread)
 
     browser = Browser(user=None)  # opened from Slack: no hub session in this browser
-    page = browser.sign_in(link_of(ephemeral))
+    link = link_of(ephemeral)
+    page = browser.sign_in(link)
     assert page.status_code == 200 and "Connected — you can close this window." in page.text
 
     standin.wait(lambda: "Connected" in question.context())
@@ -52,8 +53,10 @@ def test_connect_in_slack_resumes_the_call_and_answers_in_the_thread(
     assert credential is not None
     said = json.dumps([c[1] for c in standin.calls])
     assert credential.access_token not in said and credential.refresh_token not in said  # type: ignore[operator]
-    logged = caplog.text
+    # The hub's logs (the test's own browser logs the links it opens through httpx).
+    logged = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore")))
     assert credential.access_token not in logged and BOT_TOKEN not in logged
+    assert link.split("t=", 1)[1] not in logged and "/auth/connect?[redacted]" in logged
     browser.close()
 
 

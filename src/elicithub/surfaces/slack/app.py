@@ -37,6 +37,22 @@ log = logging.getLogger(__name__)
 NOT_LINKED = "Sorry, you cannot use this assistant: your Slack account is not linked to a hub user."
 
 
+class _RedactLinks(logging.Filter):
+    """Sign-in links in the SDK's request logs lose their token, as the hub's access log drops it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "/auth/connect?" in message:
+            record.msg, record.args = re.sub(r"(/auth/connect\?)[^\s'\"|>]+", r"\1[redacted]", message), None
+        return True
+
+
+_BOLT_LOG = logging.getLogger("elicithub.slack")
+"""Bolt's logger and its Web API client's: the client logs each request body at debug level, and a sign-in link
+handed to a person is in one."""
+_BOLT_LOG.addFilter(_RedactLinks())
+
+
 def _secret(name: str) -> str:
     value = os.environ.get(name)
     if not value:
@@ -60,7 +76,11 @@ class SlackSurface:
         self.users = dict(config.users)
         self.agent = config.agent
         api_url = config.api_url if config.api_url.endswith("/") else config.api_url + "/"
-        self.client = AsyncWebClient(token=_secret(config.bot_token_env), base_url=api_url)
+        self.app = AsyncApp(
+            token=_secret(config.bot_token_env), signing_secret=_secret(config.signing_secret_env), logger=_BOLT_LOG
+        )
+        self.client: AsyncWebClient = self.app.client
+        self.client.base_url = api_url
         self.records = SlackRecords(store, retention_s)
         self.questions = Questions(
             self.client,
@@ -74,7 +94,6 @@ class SlackSurface:
             servers,
         )
         self.writer = ThreadWriter(self.client, self.records, conversations, self.questions)
-        self.app = AsyncApp(client=self.client, signing_secret=_secret(config.signing_secret_env))
         self._shows: set[asyncio.Task[None]] = set()
         self._listen()
         handler = AsyncSlackRequestHandler(self.app)

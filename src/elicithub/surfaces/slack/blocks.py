@@ -34,7 +34,9 @@ def escape(text: str) -> str:
 
 
 def _plain(text: str, limit: int) -> dict[str, Any]:
-    return {"type": "plain_text", "text": text[:limit] or " "}
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return {"type": "plain_text", "text": text or " "}
 
 
 def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:

@@ -74,6 +74,12 @@ class ThreadWriter:
 
     async def show(self, run: RunRecord) -> None:
         """Follow the run from its start to its end and show it; a run that is not in a Slack thread is left alone."""
+        try:
+            await self._show(run)
+        except Exception:
+            log.exception("showing run %s in Slack stopped", run.run_id)
+
+    async def _show(self, run: RunRecord) -> None:
         if run.user_id is None:
             return
         thread = await self.records.thread(conversation_key(run.user_id, run.conversation_id))
