@@ -61,6 +61,8 @@ def _secret(name: str) -> str:
 
 
 class SlackSurface:
+    """The Bolt app and its route; built by the hub when `slack:` is configured (its secrets from the environment)."""
+
     def __init__(
         self,
         config: SlackConfig,

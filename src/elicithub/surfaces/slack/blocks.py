@@ -83,19 +83,19 @@ def ended_message(mode: str, message: str, outcome: str) -> tuple[str, list[Bloc
 
 def connect_link(server: str, url: str) -> tuple[str, list[Block]]:
     """The ephemeral message that hands one person their sign-in link."""
-    text = f"Connect your {server} account (only you can see this)."
+    account = f"your {server} account" if server else "your account"
+    text = f"Connect {account} (only you can see this)."
     blocks: list[Block] = [
         {
             "type": "section",
             "text": {
                 "type": "mrkdwn",
-                "text": f"Only you can see this. Connect your {escape(server)} account to continue; "
-                "the link works once.",
+                "text": f"Only you can see this. Connect {escape(account)} to continue; the link works once.",
             },
         },
         {
             "type": "actions",
-            "elements": [{**_button(f"Connect {server}", OPEN_LINK, "open", "primary"), "url": url}],
+            "elements": [{**_button(f"Connect {server}".strip(), OPEN_LINK, "open", "primary"), "url": url}],
         },
     ]
     return text, blocks

@@ -28,6 +28,8 @@ class Refused(Exception):
 
 
 class Questions:
+    """Every instance has one; what it needs to know of a question it reads from the store."""
+
     def __init__(
         self,
         client: AsyncWebClient,
@@ -94,7 +96,7 @@ class Questions:
             ticket = await self.tickets.issue(remaining)
             token = self.links.sign(elicitation.id, elicitation.user_id, once=ticket)
             url = f"{self.public_url}/auth/connect?{urlencode({'t': token})}"
-        text, shown = blocks.connect_link(question.server or "your", url)
+        text, shown = blocks.connect_link(question.server, url)
         await self.client.chat_postEphemeral(
             channel=question.channel, user=question.slack_user, thread_ts=question.thread_ts, text=text, blocks=shown
         )
