@@ -35,6 +35,11 @@ def open_form(hub: SlackHub, api: SlackStandIn, thread: str) -> tuple[Message, d
     return question, view
 
 
+def notes_to(api: SlackStandIn, slack_user: str) -> list[str]:
+    """The ephemeral messages one person got."""
+    return [str(e["text"]) for e in api.ephemerals if e["user"] == slack_user]
+
+
 def inputs(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {b["label"]["text"]: b for b in view["blocks"] if b["type"] == "input"}
 
@@ -101,8 +106,8 @@ def test_only_the_asked_person_may_press_or_submit(slack_hub: SlackHub, standin:
     for other in (BOB, EVE):
         slack_hub.press(other, question, "elicithub.answer")
         slack_hub.press(other, question, "elicithub.decline")
-        notes = standin.wait(lambda o=other: [e for e in standin.ephemerals if e["user"] == o])
-        assert [n["text"] for n in notes] == [f"This question is for <@{ALICE}>."] * 2
+        notes = standin.wait(lambda o=other: len(notes_to(standin, o)) == 2 and notes_to(standin, o))
+        assert notes == [f"This question is for <@{ALICE}>."] * 2
         response = slack_hub.interact(submission(other, view, {"Region": "eu-west-1"}))
         assert response.json()["response_action"] == "update"
         assert f"This question is for &lt;@{ALICE}&gt;." in json.dumps(response.json()["view"])

@@ -25,11 +25,11 @@ def test_a_streamed_reply_is_one_message_edited_at_a_slack_rate(standin: SlackSt
         reply = Reply(client, records, THREAD, "run_1", 0)
         for token in TOKENS:
             await reply.add(token)
-        await reply.close()
+        await reply.flush()
         # The same run shown again (a restart replays its events): the message is edited, not posted again.
         again = Reply(client, records, THREAD, "run_1", 0)
         await again.add("".join(TOKENS) + "& <done>")
-        await again.close()
+        await again.flush()
         await backend.close()
 
     asyncio.run(stream())

@@ -7,7 +7,14 @@ import time
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from elicithub.core.events import ElicitationRequested, ElicitationResolved, RunFinished, RunPaused, TextDelta
+from elicithub.core.events import (
+    ElicitationRequested,
+    ElicitationResolved,
+    RunFinished,
+    RunPaused,
+    TextDelta,
+    ToolCallStarted,
+)
 from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.slack.blocks import escape
@@ -41,7 +48,8 @@ class Reply:
         if self.ts is None or time.monotonic() - self.shown_at >= UPDATE_INTERVAL_S:
             await self._show()
 
-    async def close(self) -> None:
+    async def flush(self) -> None:
+        """Show all the text so far (the stretch is complete, or the run goes off to call a tool)."""
         if self.text != self.shown:
             await self._show()
 
@@ -99,9 +107,11 @@ class ThreadWriter:
                         reply, replies = Reply(self.client, self.records, thread, run.run_id, replies), replies + 1
                     await reply.add(event.text)
                     continue
-                if isinstance(event, ElicitationRequested | RunPaused | RunFinished) and reply is not None:
-                    await reply.close()
-                    reply = None
+                if reply is not None and isinstance(event, ToolCallStarted):
+                    await reply.flush()
+                if reply is not None and isinstance(event, ElicitationRequested | RunPaused | RunFinished):
+                    await reply.flush()
+                    reply = None  # text after a question goes below it, in a new message
                 if isinstance(event, ElicitationRequested):
                     await self.questions.post(event.elicitation, thread)
                 elif isinstance(event, ElicitationResolved):
