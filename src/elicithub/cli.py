@@ -87,7 +87,7 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
     if loaded.slack is not None:
         slack = loaded.slack
         typer.echo(
-            f"  slack       POST /slack/events, agent {slack.agent}, {len(slack.users)} Slack users mapped, "
+            f"  slack       POST /slack/events, agent {slack.agent}, mapped Slack users: {len(slack.users)}, "
             f"secrets from ${slack.bot_token_env} and ${slack.signing_secret_env}"
         )
 
