@@ -215,3 +215,13 @@ def test_errors_from_a_file_name_the_key_path(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as excinfo:
         load_config(path)
     assert str(excinfo.value) == "mcp_servers[0].colour: unknown key"
+
+
+def test_slack_section_names_its_bad_keys() -> None:
+    config = parse_config({"slack": {"users": {"U012ABC": "alice"}}})
+    assert config.slack is not None and config.slack.bot_token_env == "SLACK_BOT_TOKEN"
+    assert config.slack.api_url == "https://slack.com/api/" and config.slack.agent == "assistant"
+    assert parse_config({}).slack is None
+    assert error_of({"slack": {"bot_token": "xoxb-1"}}) == "slack.bot_token: unknown key"
+    assert "slack.users: 'alice' is not a Slack user id" in error_of({"slack": {"users": {"alice": "alice"}}})
+    assert error_of({"slack": {"api_url": "slack.com"}}).startswith("slack.api_url:")

@@ -12,7 +12,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from elicithub.auth.keys import Keys, load_keys
-from elicithub.auth.links import LinkSigner
+from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.vault import Vault
 from elicithub.config import Config, McpServerConfig
@@ -32,6 +32,7 @@ from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
+from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
@@ -86,6 +87,7 @@ class Hub:
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.secrets, self.keys)
         self.links = LinkSigner(self.keys)
+        self.link_tickets = LinkTickets(self.backend.secrets)
         self.oauth = OAuthClient(self.vault, config.public_url)
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
@@ -128,7 +130,22 @@ class Hub:
             config.public_url,
             agents,
         )
-        self.surfaces: list[Surface] = [self.mcp, self.a2a]
+        # Optional surfaces: the app mounts the routes of those configured.
+        self.slack = (
+            SlackSurface(
+                config.slack,
+                self.conversations,
+                self.broker,
+                self.backend.secrets,
+                self.links,
+                config.public_url,
+                {s.id: s.display_name for s in config.mcp_servers},
+                config.conversations.retention_s + config.elicitation.timeout_s,
+            )
+            if config.slack is not None
+            else None
+        )
+        self.surfaces: list[Surface] = [self.mcp, self.a2a, *([self.slack] if self.slack is not None else [])]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -152,6 +169,8 @@ class Hub:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.slack is not None:
+            await self.slack.close()
         await self.conversations.close()
         await self.broker.close()
         await self.tools.close()
