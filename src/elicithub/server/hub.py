@@ -29,6 +29,7 @@ from elicithub.server.identity import Identity
 from elicithub.store import open_backend
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
+from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
@@ -96,7 +97,9 @@ class Hub:
             gate,
             self.backend.secrets,
         )
-        self.tools = ToolRouter(list(mcp_triggers(config.mcp_servers, shared)))
+        self.a2a_http = a2a_client()
+        a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
+        self.tools = ToolRouter([*mcp_triggers(config.mcp_servers, shared), *a2a_triggers(config.a2a_agents, a2a)])
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
@@ -136,6 +139,7 @@ class Hub:
         await self.broker.close()
         await self.tools.close()
         await self.http.aclose()
+        await self.a2a_http.aclose()
         if self._demo is not None:
             await self._demo.aclose()
         await self.backend.close()
