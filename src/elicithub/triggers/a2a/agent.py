@@ -59,6 +59,7 @@ class A2aAgentTrigger:
         self.agent = agent
         self.shared = shared
         self._factory = ClientFactory(ClientConfig(streaming=False, httpx_client=shared.http))
+        self._streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=shared.http))
         self._card: tuple[float, AgentCard] | None = None
 
     @property
@@ -120,9 +121,9 @@ class A2aAgentTrigger:
         try:
             card = await self.card(header)
             headers = {"Authorization": header} if header else None
-            link = TaskLink(
-                self._factory.create(card), ClientCallContext(timeout=self.agent.timeout_s, service_parameters=headers)
-            )
+            watcher = self._streaming.create(card) if card.capabilities.streaming else None
+            call_context = ClientCallContext(timeout=self.agent.timeout_s, service_parameters=headers)
+            link = TaskLink(self._factory.create(card), watcher, call_context)
             if resume is not None and resume.trigger == "a2a" and isinstance(resume.state.get("taskId"), str):
                 started = True
                 task = await link.get(resume.state["taskId"])  # picked up again, not sent again

@@ -31,10 +31,15 @@ POLL_S = 1.0
 
 
 class TaskLink:
-    """The calls of one tool call to one agent, each with the call's headers and deadline."""
+    """The calls of one tool call to one agent, each with the call's headers and deadline.
 
-    def __init__(self, client: Client, context: ClientCallContext) -> None:
+    Messages go by blocking `SendMessage` (`client`), which returns when the task ends or asks; `watcher`, a streaming
+    client for an agent whose card says it streams, follows a task with `SubscribeToTask` (else GetTask polls).
+    """
+
+    def __init__(self, client: Client, watcher: Client | None, context: ClientCallContext) -> None:
         self.client = client
+        self.watcher = watcher
         self.context = context
 
     async def send(self, message: Message) -> Task | Message:
@@ -60,16 +65,21 @@ class TaskLink:
         """
         waiting = task.status.state
         while True:
-            with contextlib.suppress(A2AError, TimeoutError):
-                # A finished task cannot be subscribed to (UnsupportedOperation): GetTask below says how it ended.
-                async for response in self.client.subscribe(SubscribeToTaskRequest(id=task.id), context=self.context):
-                    state = _state(response)
-                    if state is not None and state != waiting:
-                        break
+            if self.watcher is not None:
+                await self._subscribe(self.watcher, task.id, waiting)
             current = await self.get(task.id)
             if current.status.state != waiting:
                 return current
             await asyncio.sleep(POLL_S)
+
+    async def _subscribe(self, watcher: Client, task_id: str, waiting: TaskState) -> None:
+        """Until the task leaves `waiting`, or the stream ends or breaks."""
+        with contextlib.suppress(A2AError, TimeoutError):
+            # A finished task cannot be subscribed to (UnsupportedOperation): GetTask then says how it ended.
+            async for response in watcher.subscribe(SubscribeToTaskRequest(id=task_id), context=self.context):
+                state = _state(response)
+                if state is not None and state != waiting:
+                    return
 
 
 def _state(response: StreamResponse) -> TaskState | None:
