@@ -215,3 +215,49 @@ def test_errors_from_a_file_name_the_key_path(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as excinfo:
         load_config(path)
     assert str(excinfo.value) == "mcp_servers[0].colour: unknown key"
+
+
+def agent(**fields: Any) -> dict[str, Any]:
+    return {"id": "travel", "url": "http://127.0.0.1:9300", **fields}
+
+
+def test_a2a_agents_are_read_with_their_defaults() -> None:
+    data = {"a2a_agents": [agent(), agent(id="bank", credential_scope="project", credential_env="BANK", timeout_s=5)]}
+    travel, bank = parse_config(data).a2a_agents
+    assert (travel.id, travel.url, travel.credential_scope, travel.timeout_s) == (
+        "travel",
+        "http://127.0.0.1:9300",
+        "none",
+        120,
+    )
+    assert travel.display_name == "Travel"
+    assert (bank.credential_env, bank.timeout_s) == ("BANK", 5)
+
+
+def test_a2a_agent_errors_name_the_key() -> None:
+    assert error_of({"a2a_agents": [{"id": "travel"}]}) == "a2a_agents[0].url: is required"
+    assert error_of({"a2a_agents": [agent(colour="red")]}) == "a2a_agents[0].colour: unknown key"
+    assert error_of({"a2a_agents": [agent(url="ftp://x")]}) == "a2a_agents[0].url: must be an http(s) URL"
+    assert (
+        error_of({"a2a_agents": [agent(credential_scope="team")]})
+        == "a2a_agents[0].credential_scope: must be one of none, project, user"
+    )
+    assert (
+        error_of({"a2a_agents": [agent(credential_scope="project")]})
+        == "a2a_agents[0].credential_env: is required when credential_scope is project"
+    )
+    assert error_of({"a2a_agents": [agent(timeout_s=0)]}).startswith("a2a_agents[0].timeout_s: ")
+
+
+def test_a2a_agent_ids_clash_with_neither_agents_nor_servers() -> None:
+    assert error_of({"a2a_agents": [agent(), agent()]}) == "a2a_agents: id travel is already taken"
+    assert error_of({"mcp_servers": [server(id="travel")], "a2a_agents": [agent()]}) == (
+        "a2a_agents: id travel is already taken"
+    )
+
+
+def test_a_sign_in_finds_its_service_among_servers_and_agents() -> None:
+    config = parse_config({"mcp_servers": [server()], "a2a_agents": [agent(credential_scope="user")]})
+    assert config.service("deploy") is config.mcp_servers[0]
+    assert config.service("travel") is config.a2a_agents[0]
+    assert config.service("nobody") is None

@@ -7,8 +7,9 @@ The first word of the first message picks what it does:
 - `again`: asks in every round, for ever;
 - anything else: answers at once.
 
-`python a2a_agent.py PORT [TOKEN]`: with TOKEN, JSON-RPC calls need `Authorization: Bearer TOKEN` (the card stays
-public). `GET /debug/log` lists the calls it served; `/debug/responses` the `elicitationResponse`s it got.
+`python a2a_agent.py PORT [TOKEN]`: with TOKEN, JSON-RPC calls need `Authorization: Bearer TOKEN`, or any bearer
+token when TOKEN is `*` (the card stays public). `GET /debug/log` lists the calls it served; `/debug/responses`
+the `elicitationResponse`s it got.
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ def guarded(app: Any) -> Callable[..., Awaitable[None]]:
 
     async def guard(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if TOKEN and scope["type"] == "http" and scope["path"] == "/a2a":
-            headers = dict(scope["headers"])
-            if headers.get(b"authorization") != f"Bearer {TOKEN}".encode():
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if given != f"Bearer {TOKEN}".encode() and not (TOKEN == "*" and given.startswith(b"Bearer ")):
                 await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
                 return
         await app(scope, receive, send)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.auth.conftest import Browser, TrackerProcess
 from tests.auth.test_credential_flow import converse, requests_of
 from tests.conftest import SERVERS, HubFactory, RunningHub, free_port, wait_for_port
 from tests.server.test_chat_openai import chat, conversation, items
@@ -259,3 +261,33 @@ def test_after_a_restart_the_task_is_picked_up_not_sent_again(make_hub: HubFacto
     assert len(sent) == 1  # the first message went out once
     methods = [c["method"] for c in travel.calls(task_id)]
     assert "GetTask" in methods and methods.count("SendMessage") == 1  # then: picked up, and answered once
+
+
+def test_a_user_scoped_agent_gets_the_persons_own_token(
+    make_hub: HubFactory, tracker: TrackerProcess, browser: Browser
+) -> None:
+    agent = AgentProcess("*")
+    try:
+        entry = agent_entry(agent, credential_scope="user", oauth={"issuer": tracker.base})
+        hub = make_hub(a2a_agents=[entry])
+        text, events = converse(hub, call("hello"), lambda e, _: browser.sign_in(e["url"]))
+        request, resolved = events
+        assert request["mode"] == "url"
+        assert request["context"] == {
+            "trigger": "credential_required",
+            "serverId": "travel",
+            "toolName": "send_message",
+        }
+        assert resolved["outcome"] == "accepted"
+        assert text == "You said: hello"
+        credential = asyncio.run(hub.hub.vault.credential("travel", "alice"))
+        assert credential is not None
+        assert [c["authorization"] for c in agent.calls()] == [f"Bearer {credential.access_token}"]
+        # Bob has not signed in: without a chat that can ask, he is told to connect.
+        text, _ = converse(hub, call("hello"), user="bob", elicitation=False)
+        assert text == (
+            "Tool error: Tool travel.send_message requires user authentication. The user needs to connect their "
+            "Travel account before this tool can be used."
+        )
+    finally:
+        agent.kill()
