@@ -5,6 +5,7 @@ The first word of the first message picks what it does:
 - `form`: asks as another hub would, with an `elicitation` data part (id `remote-eli-1`) holding a flat schema;
 - `auth`: waits in auth-required with a sign-in link (out of band: `GET /signin?task=ID` lets it go on);
 - `again`: asks in every round, for ever;
+- `slow`: never answers;
 - anything else: answers at once.
 
 `python a2a_agent.py PORT [TOKEN]`: with TOKEN, JSON-RPC calls need `Authorization: Bearer TOKEN`, or any bearer
@@ -110,6 +111,8 @@ class Travel(AgentExecutor):
             await event.wait()  # out of band: this execute() goes on once the person has signed in
             await updater.start_work()
             await updater.complete(updater.new_agent_message([new_text_part("Signed in; your trip is booked.")]))
+        elif kind == "slow":
+            await asyncio.Event().wait()
         elif kind == "again":
             await updater.requires_input(updater.new_agent_message([new_text_part("Anything else?")]))
         else:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,8 +15,10 @@ import pytest
 
 from tests.auth.conftest import Browser, TrackerProcess
 from tests.auth.test_credential_flow import converse, requests_of
-from tests.conftest import SERVERS, HubFactory, RunningHub, free_port, wait_for_port
+from tests.conftest import SERVERS, USERS, HubFactory, RunningHub, free_port, wait_for_port
 from tests.server.test_chat_openai import chat, conversation, items
+from tests.server.test_durable import reattached_text
+from tests.server.test_scale_out import ServedHub
 
 
 class AgentProcess:
@@ -195,6 +198,7 @@ def test_without_elicitation_support_a_question_is_a_tool_error(travel_hub: Runn
     text, events = converse(travel_hub, call("plain trip"), elicitation=False)
     assert events == []
     assert text.startswith("Tool error: The A2A agent travel needs input from the user ('Which city")
+    assert travel.calls()[-1]["method"] == "CancelTask"  # nobody can answer: the task is not left waiting
 
 
 def test_an_agent_killed_mid_question_is_a_clear_tool_error(make_hub: HubFactory, own_travel: AgentProcess) -> None:
@@ -291,3 +295,52 @@ def test_a_user_scoped_agent_gets_the_persons_own_token(
         )
     finally:
         agent.kill()
+
+
+def test_an_agent_that_never_answers_is_a_timeout_error(make_hub: HubFactory, travel: AgentProcess) -> None:
+    hub = make_hub(a2a_agents=[agent_entry(travel, timeout_s=1)])
+    text, _ = converse(hub, call("slow trip"))
+    assert text == "Tool error: The A2A agent travel failed during send_message: no response within 1 s"
+
+
+def test_an_agent_killed_during_a_sign_in_ends_the_question(make_hub: HubFactory, own_travel: AgentProcess) -> None:
+    hub = make_hub(a2a_agents=[agent_entry(own_travel)])
+    text, events = converse(hub, call("auth trip"), lambda e, _: own_travel.kill())
+    assert [e.get("outcome") for e in events] == [None, "cancelled"]
+    assert text.startswith("Tool error: The A2A agent travel failed during send_message: ")
+
+
+def test_kill_9_with_a_question_open_then_restart_completes_the_task_once(tmp_path: Path, travel: AgentProcess) -> None:
+    config = tmp_path / "hub.yaml"
+    data = {
+        "store": {"url": f"sqlite:///{tmp_path / 'hub.db'}"},
+        "secrets": {"key_file": str(tmp_path / "secret.key")},
+        "users": USERS,
+        "a2a_agents": [agent_entry(travel)],
+    }
+    config.write_text(json.dumps(data))
+    first = ServedHub(config, tmp_path / "first.log")
+    second: ServedHub | None = None
+    try:
+        first.wait()
+        stream = chat(first, call("plain killed"))
+        request = next(i for i in items(stream) if isinstance(i, dict) and i["type"] == "elicitation-request")
+        conversation_id = conversation(stream)
+        stream.close()
+        first.process.kill()  # SIGKILL: nothing is cancelled, downstream or here
+        first.process.wait()
+
+        second = ServedHub(config, tmp_path / "second.log", first.port)
+        second.wait()
+        response = second.answer("alice", conversation_id, request["elicitationId"], "accept", {"answer": "Faro"})
+        assert response.status_code == 200, response.text
+        assert reattached_text(second.url, conversation_id) == "Your trip is booked.\nBooked a trip from Faro."
+    finally:
+        for hub in (first, second):
+            if hub is not None and hub.process.poll() is None:
+                hub.process.kill()
+                hub.process.wait()
+    sent = [c for c in travel.calls() if c["method"] == "SendMessage" and "killed" in c["text"]]
+    assert len(sent) == 1
+    methods = [c["method"] for c in travel.calls(request["context"]["taskId"])]
+    assert "GetTask" in methods and methods.count("SendMessage") == 1

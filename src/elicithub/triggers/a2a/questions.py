@@ -70,7 +70,7 @@ def _link(task: Task) -> str | None:
     candidates = [
         *get_url_parts(parts),
         *[u for u in data_urls if isinstance(u, str)],
-        *_LINK.findall(status_text(task)),
+        *[u.rstrip(".,;:!?") for u in _LINK.findall(status_text(task))],  # not the sentence's full stop
     ]
     return next((u for u in candidates if _is_http(u)), None)
 
