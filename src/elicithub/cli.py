@@ -84,6 +84,8 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
                 f"              {server.id} has no tools: list; unless it lists them without a token, "
                 "the first person to chat connects their account before the model sees its tools"
             )
+    for agent in loaded.a2a_agents:
+        typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
 
 
 def main() -> None:
