@@ -14,7 +14,6 @@ import httpx
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
 from a2a.helpers import get_artifact_text, get_message_text, new_text_message
 from a2a.types import AgentCard, Message, Role, Task, TaskState
-from a2a.utils.errors import A2AError
 
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Broker, Resolution
@@ -135,7 +134,7 @@ class A2aAgentTrigger:
             return await self._drive(link, first, context, 0, None)
         except Refused as exc:
             return ToolOutcome(str(exc), is_error=True)
-        except (A2AError, httpx.HTTPError, OSError, TimeoutError) as exc:
+        except Exception as exc:  # whatever the agent or the SDK raises ends this call, never the run
             if not started and _unauthorized(exc):
                 raise _Rejected from exc
             reason = f"no response within {self.agent.timeout_s:g} s" if _timed_out(exc) else _reason(exc)
