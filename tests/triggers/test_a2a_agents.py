@@ -344,3 +344,14 @@ def test_kill_9_with_a_question_open_then_restart_completes_the_task_once(tmp_pa
     assert len(sent) == 1
     methods = [c["method"] for c in travel.calls(request["context"]["taskId"])]
     assert "GetTask" in methods and methods.count("SendMessage") == 1
+
+
+def test_an_unanswered_question_expires_and_cancels_the_task(make_hub: HubFactory, travel: AgentProcess) -> None:
+    hub = make_hub(a2a_agents=[agent_entry(travel)], elicitation={"timeout_s": 1})
+    text, events = converse(hub, call("plain trip"))
+    assert [e.get("outcome") for e in events] == [None, "expired"]
+    assert text == (
+        "Tool error: The user did not answer when the A2A agent travel asked (declined, cancelled or no answer "
+        "within 1 s); its task was cancelled."
+    )
+    assert [c["method"] for c in travel.calls(events[0]["context"]["taskId"])] == ["CancelTask"]

@@ -192,6 +192,8 @@ class A2aAgentTrigger:
             task = sent
 
     async def _ask(self, context: CallContext, task: Task, round_: Round, rounds: int) -> dict[str, Resolution | None]:
+        """Ask a round, keeping in the pause what a restarted hub needs to answer the same task: its ids, the
+        round count, how to answer (`remote`), and which status it waits in (a later round is a new question)."""
         state = {
             "taskId": task.id,
             "contextId": task.context_id,
