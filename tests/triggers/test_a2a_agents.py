@@ -12,10 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers import new_text_message
+from a2a.types import GetTaskRequest, Role, SendMessageRequest
 
 from tests.auth.conftest import Browser, TrackerProcess
 from tests.auth.test_credential_flow import converse, requests_of
-from tests.conftest import SERVERS, USERS, HubFactory, RunningHub, free_port, wait_for_port
+from tests.conftest import SERVERS, USERS, HubFactory, RunningHub, free_port, sse_data, wait_for_port
 from tests.server.test_chat_openai import chat, conversation, items
 from tests.server.test_durable import reattached_text
 from tests.server.test_scale_out import ServedHub
@@ -355,3 +358,43 @@ def test_an_unanswered_question_expires_and_cancels_the_task(make_hub: HubFactor
         "within 1 s); its task was cancelled."
     )
     assert [c["method"] for c in travel.calls(events[0]["context"]["taskId"])] == ["CancelTask"]
+
+
+async def answer_directly(agent: AgentProcess, task_id: str, text: str) -> None:
+    """Answer the agent's task over A2A ourselves, as the hub would have just before it died."""
+    async with httpx.AsyncClient() as http:
+        client = await ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create_from_url(agent.url)
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id, context_id=task.context_id)
+        async for _ in client.send_message(SendMessageRequest(message=message)):
+            pass
+
+
+def test_a_round_answered_before_the_restart_is_not_answered_again(make_hub: HubFactory, travel: AgentProcess) -> None:
+    first = make_hub(a2a_agents=[agent_entry(travel)])
+    stream = chat(first, call("again after restart"))
+    asked = next(i for i in items(stream) if isinstance(i, dict) and i["type"] == "elicitation-request")
+    conversation_id = conversation(stream)
+    stream.close()
+    first.stop()
+    task_id = asked["context"]["taskId"]
+    asyncio.run(answer_directly(travel, task_id, "yes"))  # the answer got there; the hub died before it knew
+
+    second = make_hub(first.port, a2a_agents=[agent_entry(travel)])
+    with second.client() as client:
+        with client.stream("GET", f"/run/api/conversations/{conversation_id}/stream") as following:
+            parts = sse_data(following)
+            resolved = next(p for p in parts if p["type"] == "data-elicitation-resolved")
+            again = next(p for p in parts if p["type"] == "data-elicitation-request")
+            # The same question again ("Anything else?") is a new one: it is asked, not answered with "yes".
+            assert resolved["data"] == {
+                "type": "elicitation-resolved",
+                "elicitationId": asked["elicitationId"],
+                "outcome": "cancelled",
+            }
+            assert again["data"]["message"] == asked["message"] and again["id"] != asked["elicitationId"]
+            assert second.answer("alice", conversation_id, again["id"], "decline").status_code == 200
+            list(parts)
+    methods = [(c["method"], c.get("text")) for c in travel.calls(task_id)]
+    # Ours (read, answer); then the hub's: picked up, and cancelled when the new question was declined.
+    assert methods == [("GetTask", None), ("SendMessage", "yes"), ("GetTask", None), ("CancelTask", None)]

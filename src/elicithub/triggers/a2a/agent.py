@@ -126,7 +126,14 @@ class A2aAgentTrigger:
             if resume is not None and resume.trigger == "a2a" and isinstance(resume.state.get("taskId"), str):
                 started = True
                 task = await link.get(resume.state["taskId"])  # picked up again, not sent again
-                return await self._drive(link, task, context, int(resume.state.get("rounds", 0)), resume)
+                rounds = int(resume.state.get("rounds", 0))
+                if not _same_question(resume, task):
+                    # Its answer reached the agent before the interruption: that round is over, and a question like
+                    # one of it is a new one, not to be answered with what was said then.
+                    await self.shared.broker.cancel(list(resume.elicitation_ids.values()))
+                    _asker(context).forget_earlier()
+                    resume = None
+                return await self._drive(link, task, context, rounds, resume)
             first = await link.send(new_text_message(text, role=Role.ROLE_USER))
             started = True
             if isinstance(first, Message):
@@ -153,7 +160,7 @@ class A2aAgentTrigger:
                 async with asyncio.timeout(self.agent.timeout_s):
                     task = await link.follow(task)
                 continue
-            if resume is not None and _same_question(resume, task):
+            if resume is not None:
                 # The round asked before the restart: its answers, waiting for those still open.
                 round_ = Round(list(resume.elicitation_ids), [], bool(resume.state.get("remote")))
                 ids = list(resume.elicitation_ids.values())
