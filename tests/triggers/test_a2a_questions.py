@@ -112,4 +112,5 @@ def test_answers_go_back_on_the_same_task_as_text_or_as_elicitation_responses() 
     assert get_data_parts(declined.parts) == [
         {"elicitationResponse": {"elicitationId": "remote-1", "action": "decline"}}
     ]
+    assert answer_message(asked, hub_round, {"remote-1": Resolution("eli_2", "cancelled")}) is None
     assert answer_message(asked, hub_round, {"remote-1": Resolution("eli_2", "expired")}) is None

@@ -128,16 +128,18 @@ def _from_event(event: dict[str, Any], agent: A2aAgentConfig, common: dict[str, 
     return new_elicitation(mode="form", requested_schema=schema, message=message, **common)
 
 
-_ACTIONS = {"accepted": "accept", "declined": "decline", "cancelled": "cancel"}
+_ACTIONS = {"accepted": "accept", "declined": "decline"}
 
 
 def answer_message(task: Task, round_: Round, resolutions: dict[str, Resolution | None]) -> Message | None:
-    """The message that answers the round on the same task and context; None when the person would not answer
-    (a question asked in words has no way to say no: the task is cancelled instead)."""
+    """The message that answers the round on the same task and context; None when the task is to be cancelled.
+
+    Another hub hears a decline (its agent decides what then); a question asked in words has no way to say no. A
+    question cancelled (the person moved on) or expired ends the task either way."""
     parts: list[Part] = []
     for key in round_.keys:
         resolution = resolutions.get(key)
-        if resolution is None or resolution.outcome == "expired":
+        if resolution is None or resolution.outcome not in _ACTIONS:
             return None
         if not round_.remote:
             if resolution.outcome != "accepted":
