@@ -9,13 +9,15 @@ The first word of the first message picks what it does:
 - anything else: answers at once.
 
 `python a2a_agent.py PORT [TOKEN]`: with TOKEN, JSON-RPC calls need `Authorization: Bearer TOKEN`, or any bearer
-token when TOKEN is `*` (the card stays public). `GET /debug/log` lists the calls it served; `/debug/responses`
+token when TOKEN is `*` (the card stays public). With `$A2A_BINDING=rest` it speaks HTTP+JSON under `/rest`
+instead of JSON-RPC. `GET /debug/log` lists the calls it served; `/debug/responses`
 the `elicitationResponse`s it got.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
@@ -26,7 +28,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event, EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -47,6 +49,7 @@ from starlette.routing import Route
 
 PORT = int(sys.argv[1])
 TOKEN = sys.argv[2] if len(sys.argv) > 2 else None
+REST = os.environ.get("A2A_BINDING") == "rest"
 
 TRAVELLERS = {
     "type": "object",
@@ -161,7 +164,9 @@ CARD = AgentCard(
     description="Books trips, and asks what it needs to know.",
     version="1.0.0",
     supported_interfaces=[
-        AgentInterface(url=f"http://127.0.0.1:{PORT}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")
+        AgentInterface(url=f"http://127.0.0.1:{PORT}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0")
+        if REST
+        else AgentInterface(url=f"http://127.0.0.1:{PORT}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")
     ],
     capabilities=AgentCapabilities(streaming=True),
     default_input_modes=["text/plain"],
@@ -187,7 +192,7 @@ def guarded(app: Any) -> Callable[..., Awaitable[None]]:
     """With a TOKEN, the JSON-RPC endpoint wants it as a bearer token."""
 
     async def guard(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if TOKEN and scope["type"] == "http" and scope["path"] == "/a2a":
+        if TOKEN and scope["type"] == "http" and scope["path"].startswith(("/a2a", "/rest")):
             given = dict(scope["headers"]).get(b"authorization", b"")
             if given != f"Bearer {TOKEN}".encode() and not (TOKEN == "*" and given.startswith(b"Bearer ")):
                 await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
@@ -201,7 +206,7 @@ handler = Recording(Travel(), InMemoryTaskStore(), CARD)
 app = Starlette(
     routes=[
         *create_agent_card_routes(CARD),
-        *create_jsonrpc_routes(handler, "/a2a"),
+        *(create_rest_routes(handler, path_prefix="/rest") if REST else create_jsonrpc_routes(handler, "/a2a")),
         Route("/signin", sign_in),
         Route("/debug/log", debug_log),
         Route("/debug/responses", debug_responses),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,9 +28,10 @@ from tests.server.test_scale_out import ServedHub
 class AgentProcess:
     """tests/servers/a2a_agent.py in its own process."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, binding: str = "jsonrpc") -> None:
         self.port = free_port()
-        self.process = subprocess.Popen([sys.executable, str(SERVERS / "a2a_agent.py"), str(self.port), *args])
+        env = {**os.environ, "A2A_BINDING": binding}
+        self.process = subprocess.Popen([sys.executable, str(SERVERS / "a2a_agent.py"), str(self.port), *args], env=env)
         wait_for_port(self.port)
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -112,6 +114,16 @@ def test_a_question_in_words_becomes_a_one_field_form(travel_hub: RunningHub, tr
     assert text == "Your trip is booked.\nBooked a trip from Lisbon."
     sent = [c for c in travel.calls(task_id) if c["method"] == "SendMessage"]
     assert [c["text"] for c in sent] == ["Lisbon"]  # the answer, on the same task
+
+
+def test_an_agent_that_speaks_http_json_is_answered_the_same_way(make_hub: HubFactory) -> None:
+    agent = AgentProcess(binding="rest")
+    try:
+        hub = make_hub(a2a_agents=[agent_entry(agent)])
+        text, _ = converse(hub, call("plain by REST"), answer_with(hub, "accept", {"answer": "Bergen"}))
+        assert text == "Your trip is booked.\nBooked a trip from Bergen."
+    finally:
+        agent.kill()
 
 
 def test_another_hubs_question_keeps_its_schema_and_gets_our_own_id(

@@ -14,6 +14,7 @@ import httpx
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
 from a2a.helpers import get_artifact_text, get_message_text, new_text_message
 from a2a.types import AgentCard, Message, Role, Task, TaskState
+from a2a.utils.constants import TransportProtocol
 
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Broker, Resolution
@@ -57,8 +58,13 @@ class A2aAgentTrigger:
     def __init__(self, agent: A2aAgentConfig, shared: A2aShared) -> None:
         self.agent = agent
         self.shared = shared
-        self._factory = ClientFactory(ClientConfig(streaming=False, httpx_client=shared.http))
-        self._streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=shared.http))
+        bindings: list[str] = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON]  # in the card's order
+        self._factory = ClientFactory(
+            ClientConfig(streaming=False, httpx_client=shared.http, supported_protocol_bindings=bindings)
+        )
+        self._streaming = ClientFactory(
+            ClientConfig(streaming=True, httpx_client=shared.http, supported_protocol_bindings=bindings)
+        )
         self._card: tuple[float, AgentCard] | None = None
 
     @property
