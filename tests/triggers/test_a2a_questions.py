@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
+from elicithub.core.elicitation import utcnow
 from elicithub.runtime.tools import CallContext
 from elicithub.triggers.a2a.questions import PLAIN, Refused, answer_message, build_round, whole_numbers
 
@@ -114,3 +116,14 @@ def test_answers_go_back_on_the_same_task_as_text_or_as_elicitation_responses() 
     ]
     assert answer_message(asked, hub_round, {"remote-1": Resolution("eli_2", "cancelled")}) is None
     assert answer_message(asked, hub_round, {"remote-1": Resolution("eli_2", "expired")}) is None
+
+
+def test_another_hubs_deadline_shortens_ours() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    soon = (utcnow() + timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
+    waiting = task(TaskState.TASK_STATE_INPUT_REQUIRED, remote(message="?", requestedSchema=schema, expiresAt=soon))
+    [asked] = build_round(waiting, AGENT, CONTEXT, 600).elicitations
+    assert 25 < (asked.expires_at - asked.created_at).total_seconds() <= 30
+    unreadable = task(TaskState.TASK_STATE_INPUT_REQUIRED, remote(message="?", requestedSchema=schema, expiresAt="x"))
+    [asked] = build_round(unreadable, AGENT, CONTEXT, 600).elicitations
+    assert (asked.expires_at - asked.created_at).total_seconds() == 600

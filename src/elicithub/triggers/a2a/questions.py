@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +19,7 @@ from a2a.types import Message, Part, Role, Task, TaskState
 
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
-from elicithub.core.elicitation import Elicitation, new_elicitation
+from elicithub.core.elicitation import Elicitation, new_elicitation, utcnow
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.runtime.tools import CallContext
 
@@ -113,7 +114,18 @@ def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout
     return Round([PLAIN], [new_elicitation(mode="form", requested_schema=schema, message=message, **common)], False)
 
 
+def _deadline(event: dict[str, Any], timeout_s: float) -> float:
+    """Our deadline, or the other hop's when it comes first: an answer after it would find its question gone."""
+    expires = event.get("expiresAt")
+    try:
+        remaining = (datetime.fromisoformat(str(expires)) - utcnow()).total_seconds()
+    except (ValueError, TypeError):
+        return timeout_s
+    return max(1.0, min(timeout_s, remaining))
+
+
 def _from_event(event: dict[str, Any], agent: A2aAgentConfig, common: dict[str, Any]) -> Elicitation:
+    common = {**common, "timeout_s": _deadline(event, common["timeout_s"])}
     message = str(event.get("message") or f"{agent.display_name} needs more input.")
     if event.get("mode") == "url":
         url = event.get("url")
