@@ -261,3 +261,11 @@ def test_a_sign_in_finds_its_service_among_servers_and_agents() -> None:
     assert config.service("deploy") is config.mcp_servers[0]
     assert config.service("travel") is config.a2a_agents[0]
     assert config.service("nobody") is None
+
+
+def test_an_agent_may_use_an_a2a_agent_as_a_tool() -> None:
+    config = parse_config({"a2a_agents": [agent()], "agents": [{"id": "assistant", "tools": ["travel"]}]})
+    assert config.agent("assistant").tools == ["travel"]
+    assert (
+        error_of({"a2a_agents": [agent()], "agents": [{"id": "travel"}]}) == "agents.0.id: travel is also a server id"
+    )

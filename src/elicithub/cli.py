@@ -1,4 +1,4 @@
-"""The `elicithub` command: run the hub, or check a config."""
+"""The `elicithub` command: run the hub, check a config, test MCP servers that ask, or chat with a hub."""
 
 from __future__ import annotations
 
@@ -60,6 +60,40 @@ def serve(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     uvicorn.run(create_app(loaded, hub), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+
+
+@app.command("test")
+def test_suites(
+    suites: Annotated[list[Path], typer.Argument(help="YAML suites (*.elicit.yaml).")],
+    record: Annotated[Path | None, typer.Option(help="Write one cassette per test under this folder.")] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Run from the cassettes under this folder, with no server.")
+    ] = None,
+    interactive: Annotated[
+        bool, typer.Option(help="Ask at the terminal when no fixture answers a question (only on a TTY).")
+    ] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    k: Annotated[str | None, typer.Option("-k", help="Only tests whose name contains this text.")] = None,
+) -> None:
+    """Run tool tests against MCP servers, answering their questions from fixtures."""
+    from elicithub.testing.command import Request, run
+
+    request = Request(suites, record=record, replay=replay, interactive=interactive, junit=junit, pattern=k)
+    raise typer.Exit(run(request, say=typer.echo))
+
+
+@app.command()
+def chat(
+    url: Annotated[str, typer.Option(help="The hub.")] = "http://127.0.0.1:8700",
+    token: Annotated[str | None, typer.Option(envvar="ELICITHUB_TOKEN", help="Your bearer token.")] = None,
+    conversation: Annotated[str | None, typer.Option(help="Continue this conversation.")] = None,
+) -> None:
+    """Chat with a hub in the terminal; its questions are asked here."""
+    import anyio
+
+    from elicithub.clients.terminal import chat as run_chat
+
+    anyio.run(run_chat, url, token, conversation)
 
 
 @config_app.command("check")

@@ -150,6 +150,18 @@ class A2aAgentConfig(ServiceConfig):
         return self
 
 
+class AgentConfig(_Strict):
+    """An agent: its own tools (server ids, A2A agent ids, or other agents, which it may delegate to)."""
+
+    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    description: str = ""
+    tools: list[str] | None = None  # None: every server and A2A agent (no delegation)
+
+
+DEFAULT_AGENT = "assistant"
+DEMO_SERVER_IDS = ("tracker", "deploy", "release")
+
+
 class SecretsConfig(_Strict):
     """Where the hub's master key comes from: the environment, else a file generated on first run (mode 0600)."""
 
@@ -175,6 +187,7 @@ class Config(_Strict):
     limits: LimitsConfig = LimitsConfig()
     mcp_servers: list[McpServerConfig] = []
     a2a_agents: list[A2aAgentConfig] = []
+    agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]
     secrets: SecretsConfig = SecretsConfig()
     demo: DemoConfig = DemoConfig()
 
@@ -192,7 +205,41 @@ class Config(_Strict):
         tokens = [u.token for u in self.users]
         if len(set(tokens)) != len(tokens):
             raise ValueError("users: two users share a token")
+        self._check_agents()
         return self
+
+    def _check_agents(self) -> None:
+        """Agent ids are unique and differ from tool ids; every tool an agent names exists; no agent delegates to
+        itself, directly or through others."""
+        agents = {a.id: a for a in self.agents}
+        if len(agents) != len(self.agents):
+            raise ValueError("agents: duplicate id")
+        if not agents:
+            raise ValueError("agents: at least one agent is needed")
+        servers = {s.id for s in [*self.mcp_servers, *self.a2a_agents]} | (
+            set(DEMO_SERVER_IDS) if self.demo.enabled else set()
+        )
+        for index, agent in enumerate(self.agents):
+            if agent.id in servers:
+                raise ValueError(f"agents.{index}.id: {agent.id} is also a server id")
+            for tool in agent.tools or []:
+                if tool not in servers and tool not in agents:
+                    raise ValueError(f"agents.{index}.tools: no server or agent {tool}")
+
+        def reaches(start: str, seen: tuple[str, ...]) -> None:
+            for tool in agents[start].tools or []:
+                if tool in agents:
+                    if tool in seen:
+                        raise ValueError(f"agents: {' -> '.join([*seen, tool])} delegates in a circle")
+                    reaches(tool, (*seen, tool))
+
+        for agent_id in agents:
+            reaches(agent_id, (agent_id,))
+
+    def agent(self, agent_id: str | None) -> AgentConfig:
+        """The agent of that id; the first agent (the default) when the id names none (clients often send a fixed
+        model name)."""
+        return next((a for a in self.agents if a.id == agent_id), self.agents[0])
 
     def server(self, server_id: str) -> McpServerConfig | None:
         return next((s for s in self.mcp_servers if s.id == server_id), None)

@@ -69,3 +69,15 @@ class StoreUnsupported(HubError):
     """A store URL names no backend this hub has."""
 
     code = "store_unsupported"
+
+
+class Unauthorized(HubError):
+    """The hub does not know the bearer token (what a client of the hub sees; the hub itself answers 401)."""
+
+    code = "unauthorized"
+
+
+class HubUnreachable(HubError):
+    """A client could not reach the hub, or the hub's answer could not be read."""
+
+    code = "hub_unreachable"

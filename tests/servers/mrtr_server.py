@@ -41,6 +41,7 @@ REGION = {
     },
     "required": ["region"],
 }
+NEW_NAME = {"type": "object", "properties": {"new_name": {"type": "string"}}, "required": ["new_name"]}
 CONFIRM = {
     "type": "object",
     "properties": {"confirm": {"type": "boolean", "title": "Go ahead?"}},
@@ -79,6 +80,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
             tool("forever", "Asks for roots forever."),
             tool("later", "Says 'not yet' once, then answers."),
             tool("summarize", "Asks the client's model to write something."),
+            tool("rename", "Rename something; asks for the new name (one text field)."),
         ]
     )
 
@@ -108,6 +110,13 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
         if region.content is None or confirm.content is None or not confirm.content.get("confirm"):
             return text(f"Deploy of {name} not confirmed.", error=True)
         return text(f"Deployed {name} to {region.content['region']}.")
+    if params.name == "rename":
+        answer = answered(params, "new_name")
+        if answer is None or answer.content is None:
+            return InputRequiredResult(
+                input_requests={"new_name": ask(f"What should {name} be called?", NEW_NAME)}, request_state="rename"
+            )
+        return text(f"Renamed {name} to {answer.content['new_name']}.")
     if params.name == "forever":
         round_no = int((params.request_state or "0").split(":")[0]) + 1
         # Roots are answered by the hub itself, so this loops without a person until the round cap stops it.

@@ -280,3 +280,13 @@ def test_the_servers_field_errors_show_beside_their_fields(hub: RunningHub, open
     prompt.get_by_role("button", name="Submit").click()
     assistant_says(page, "Provisioned orders in eu-west-1.")
     expect(prompt).to_have_attribute("data-state", "accepted")
+
+
+def test_a_delegated_agents_question_says_which_agents_it_came_through(
+    make_hub: HubFactory, open_page: OpenPage
+) -> None:
+    agents = [{"id": "assistant", "tools": ["mrtr", "researcher"]}, {"id": "researcher", "tools": ["mrtr"]}]
+    hub = make_hub(agents=agents)
+    page = open_page(hub)
+    say(page, "/call researcher.delegate " + json.dumps({"message": PROVISION}))
+    expect(page.locator(".prompt .prompt-source")).to_have_text("Asked by assistant → researcher · mrtr · provision")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from elicithub.core.broker import Broker, Resolution
@@ -33,8 +34,10 @@ class Asker:
         save: SavePause = _nothing,
         emit: Emit = _nothing,
         resume: Pause | None = None,
+        agent_path: tuple[str, ...] = (),
     ) -> None:
         self.broker = broker
+        self.agent_path = agent_path
         self._save = save
         self._emit = emit
         self._resume = resume
@@ -61,6 +64,9 @@ class Asker:
     ) -> list[Resolution]:
         """Ask a round of questions together and wait until each has ended (answered, declined, expired...)."""
         keys = keys if keys is not None else [str(i) for i in range(len(elicitations))]
+        if len(self.agent_path) > 1:  # a delegated agent asks: say which, outermost first
+            path = list(self.agent_path)
+            elicitations = [replace(e, context={**e.context, "agentPath": path}) for e in elicitations]
         ids: dict[str, str] = {}
         fresh: list[Elicitation] = []
         for key, elicitation in zip(keys, elicitations, strict=True):
@@ -73,6 +79,11 @@ class Asker:
         for elicitation in fresh:
             await self.broker.open(elicitation)
         return await self._wait([ids[k] for k in keys], shown={e.id for e in fresh})
+
+    async def checkpoint(self, trigger: str, state: dict[str, Any]) -> None:
+        """Record where the call is without asking anything (a delegation notes its child run), so a resumed run
+        gets it back from `resume_from()`."""
+        await self._save(Pause(trigger, {}, state))
 
     async def answers(self, pause: Pause) -> dict[str, Resolution | None]:
         """The answers to a round asked before the run was interrupted, waiting for those still open.

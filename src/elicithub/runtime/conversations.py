@@ -232,8 +232,8 @@ class Conversations:
                 continue
             # Read it again now that it is known not to run here: a run of ours may have finished since the list.
             record = await runs.get(listed.run_id)
-            if record is None or record.status == "finished":
-                continue
+            if record is None or record.status == "finished" or record.parent_run_id is not None:
+                continue  # a delegated run is continued by its parent's call
             if record.owner != self.instance and await runs.alive(record.owner):
                 continue
             if not await runs.claim(record.run_id, record.owner, self.instance):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from elicithub.core.broker import Broker
@@ -23,11 +23,21 @@ from elicithub.core.runs import Message, Pause, RunRecord, conversation_key, nex
 from elicithub.runtime.asker import Asker, Emit
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.stream import RunStream
-from elicithub.runtime.tools import CallContext, Tools
+from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
 
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 8
+
+
+@dataclass(frozen=True)
+class Showing:
+    """Where a run's questions show: on the stream of `run_id` (its own, or for a delegated run the one the
+    person follows), through `emit`, asked by the agents of `agent_path` (outermost first)."""
+
+    run_id: str
+    emit: Emit
+    agent_path: tuple[str, ...]
 
 
 class Runner:
@@ -58,14 +68,42 @@ class Runner:
         async def emit(event: StreamEvent) -> None:
             await self.stream.emit(key, record.run_id, event)
 
+        showing = Showing(record.run_id, emit, (record.agent,))
+        record, messages, reason = await self._steps(record, emit, showing, resumed)
+        await self._finish(key, record, messages)
+        await emit(RunFinished(reason))
+
+    async def run_child(self, record: RunRecord, parent: CallContext, *, resumed: bool = False) -> ToolOutcome:
+        """A delegated run, inside the parent's tool call: its questions show on the parent's stream (with the
+        agent path), its own steps on its own run; its last words are the call's result."""
+        key = conversation_key(record.user_id, record.conversation_id)
+
+        async def emit(event: StreamEvent) -> None:
+            await self.stream.emit(key, record.run_id, event)
+
+        async def show(event: StreamEvent) -> None:
+            await self.stream.emit(key, parent.run_id, event)
+
+        showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent))
+        record, messages, reason = await self._steps(record, emit, showing, resumed)
+        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status="finished"))
+        await emit(RunFinished(reason))
+        last = messages[-1] if messages else {}
+        text = str(last.get("content") or "") if last.get("role") == "assistant" else ""
+        return ToolOutcome(text, is_error=reason == "error")
+
+    async def _steps(
+        self, record: RunRecord, emit: Emit, showing: Showing, resumed: bool
+    ) -> tuple[RunRecord, list[Message], str]:
+        key = conversation_key(record.user_id, record.conversation_id)
         messages = list(record.messages)
         reason = "stop"
         try:
             if not resumed:
                 await emit(RunStarted(record.run_id))
-            specs = await self._list_tools(record, emit, resumed)
+            specs = await self._list_tools(record, showing, resumed)
             if resumed and record.tool_calls:
-                record = await self._calls(record, messages, record.tool_calls, record.call_index, emit)
+                record = await self._calls(record, messages, record.tool_calls, record.call_index, emit, showing)
             for _ in range(MAX_STEPS):
                 turn = await self.model.complete(messages, specs)
                 await emit(StepStarted())
@@ -74,12 +112,12 @@ class Runner:
                 if not turn.tool_calls:
                     messages.append({"role": "assistant", "content": turn.text or ""})
                     break
-                if not await self._active(key, record.run_id):
+                if not await self._active(key, showing.run_id):
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
                 calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]
                 messages.append(_assistant_calls(turn.text, calls))
-                record = await self._calls(record, messages, calls, 0, emit)
+                record = await self._calls(record, messages, calls, 0, emit, showing)
             else:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
@@ -88,10 +126,9 @@ class Runner:
             log.exception("run %s failed", record.run_id)
             await emit(TextDelta(f"The run failed: {exc}"))
             reason = "error"
-        await self._finish(key, record, messages)
-        await emit(RunFinished(reason))
+        return record, messages, reason
 
-    async def _list_tools(self, record: RunRecord, emit: Emit, resumed: bool) -> list[ToolSpec]:
+    async def _list_tools(self, record: RunRecord, showing: Showing, resumed: bool) -> list[ToolSpec]:
         """The tools the model may call. Listing may need the person first (a sign-in for a server whose tools
         nobody could list yet): that pause is on record too, and a resumed run answers it from the store."""
         listing = record.with_()
@@ -102,15 +139,28 @@ class Runner:
             await self.runs.save(listing)
 
         resume = record.pause if resumed and not record.tool_calls else None
-        asker = Asker(self.broker, save=save, emit=emit, resume=resume)
-        context = CallContext(record.conversation_id, record.run_id, record.user_id, record.supports_elicitation, asker)
+        asker = Asker(self.broker, save=save, emit=showing.emit, resume=resume, agent_path=showing.agent_path)
+        context = CallContext(
+            record.conversation_id,
+            showing.run_id,
+            record.user_id,
+            record.supports_elicitation,
+            asker,
+            showing.agent_path,
+        )
         specs = await self.tools.list_tools(context)
         if asker.paused:
             await self.runs.save(listing.with_(pause=None, status=next_status(listing.status, "continue")))
         return specs
 
     async def _calls(
-        self, record: RunRecord, messages: list[Message], calls: list[dict[str, Any]], start: int, emit: Emit
+        self,
+        record: RunRecord,
+        messages: list[Message],
+        calls: list[dict[str, Any]],
+        start: int,
+        emit: Emit,
+        showing: Showing,
     ) -> RunRecord:
         """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again."""
         resume = record.pause if record.call_index == start else None
@@ -123,14 +173,25 @@ class Runner:
                 current = base.with_(pause=pause, status=next_status(current.status, "pause"))
                 await self.runs.save(current)
 
-            asker = Asker(self.broker, save=save, emit=emit, resume=resume if index == start else None)
+            asker = Asker(
+                self.broker,
+                save=save,
+                emit=showing.emit,
+                resume=resume if index == start else None,
+                agent_path=showing.agent_path,
+            )
             await emit(ToolCallStarted(call["id"], call["name"], call["arguments"]))
             if index == start and resume is not None and resume.state.get("kind") == "rerun":
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume)
             context = CallContext(
-                record.conversation_id, record.run_id, record.user_id, record.supports_elicitation, asker
+                record.conversation_id,
+                showing.run_id,
+                record.user_id,
+                record.supports_elicitation,
+                asker,
+                showing.agent_path,
             )
             outcome = await self.tools.call(call["name"], call["arguments"], context)
             await emit(ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))

@@ -30,10 +30,23 @@ class Trigger(Protocol):
 
 
 class ToolRouter:
-    def __init__(self, triggers: list[Trigger] | None = None) -> None:
+    """`agents` says which prefixes each agent may use (None: every trigger but the agents themselves); a call's
+    agent is the last of its context's `agent_path`. Without `agents`, every trigger is everyone's."""
+
+    def __init__(
+        self, triggers: list[Trigger] | None = None, agents: dict[str, list[str] | None] | None = None
+    ) -> None:
         self._triggers: dict[str, Trigger] = {}
+        self._agents = agents or {}
         for trigger in triggers or []:
             self.register(trigger)
+
+    def _allowed(self, context: CallContext | None) -> set[str]:
+        agent = context.agent_path[-1] if context is not None and context.agent_path else None
+        named = self._agents.get(agent) if agent is not None else None
+        if named is not None:
+            return set(named)
+        return {p for p in self._triggers if p not in self._agents}
 
     def register(self, trigger: Trigger) -> None:
         if trigger.prefix in self._triggers:
@@ -42,7 +55,8 @@ class ToolRouter:
 
     async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]:
         """Every trigger's tools, qualified by its prefix; a trigger that cannot list them now is left out."""
-        triggers = list(self._triggers.values())
+        allowed = self._allowed(context)
+        triggers = [t for p, t in self._triggers.items() if p in allowed]
         listed = await asyncio.gather(*(t.list_tools(context) for t in triggers), return_exceptions=True)
         specs: list[ToolSpec] = []
         for trigger, result in zip(triggers, listed, strict=True):
@@ -54,7 +68,7 @@ class ToolRouter:
 
     async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
         prefix, _, tool = name.partition(".")
-        trigger = self._triggers.get(prefix)
+        trigger = self._triggers.get(prefix) if prefix in self._allowed(context) else None
         if trigger is None or not tool:
             return ToolOutcome(f"There is no tool {name}.", is_error=True)
         return await trigger.call(tool, arguments, context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -71,7 +72,9 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await hub.start()
         try:
-            async with hub.mcp.lifespan():
+            async with contextlib.AsyncExitStack() as lifespans:
+                for surface in hub.surfaces:
+                    await lifespans.enter_async_context(surface.lifespan())
                 yield
         finally:
             await hub.close()
@@ -80,7 +83,8 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
-    app.router.routes.extend(hub.mcp.routes)
+    for surface in hub.surfaces:
+        app.router.routes.extend(surface.routes)
     app.include_router(pages.router)
     redact_access_log()
     app.include_router(web.router)

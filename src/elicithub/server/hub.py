@@ -27,10 +27,14 @@ from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
 from elicithub.store import open_backend
+from elicithub.surfaces import Surface
+from elicithub.surfaces.a2a_server import A2aSurface
+from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.credentials import CredentialGate
+from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 log = logging.getLogger(__name__)
@@ -38,8 +42,8 @@ log = logging.getLogger(__name__)
 DEMO_HOST = "127.0.0.1"
 """The demo servers listen on loopback only, whatever address the hub itself listens on."""
 
-AGENTS = {"assistant": "Ask the hub's assistant; it calls tools, and asks you when a tool needs your input."}
-"""The hub's agents, as its MCP server lists them."""
+AGENT_DESCRIPTION = "Ask the hub's {agent}; it calls tools, and asks you when a tool needs your input."
+"""How the hub's MCP and A2A servers describe an agent whose config gives no description."""
 
 RESOLVED_RETENTION = timedelta(days=1)
 """How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
@@ -99,10 +103,17 @@ class Hub:
         )
         self.a2a_http = a2a_client()
         a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
-        self.tools = ToolRouter([*mcp_triggers(config.mcp_servers, shared), *a2a_triggers(config.a2a_agents, a2a)])
+        delegations = [DelegateTrigger(agent, self.backend.runs) for agent in config.agents]
+        self.tools = ToolRouter(
+            [*mcp_triggers(config.mcp_servers, shared), *a2a_triggers(config.a2a_agents, a2a), *delegations],
+            {a.id: a.tools for a in config.agents},
+        )
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
+        for delegation in delegations:
+            delegation.run_child = lambda child, parent, resumed: runner.run_child(child, parent, resumed=resumed)
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
+        agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.mcp = McpSurface(
             self.conversations,
             self.broker,
@@ -110,9 +121,19 @@ class Hub:
             self.identity.user_for,
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,
-            AGENTS,
+            agents,
             host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
+        self.a2a = A2aSurface(
+            self.conversations,
+            self.broker,
+            HubTaskStore(self.backend.secrets, config.conversations.retention_s),
+            self.identity.user_for,
+            config.public_url,
+            agents,
+        )
+        self.surfaces: list[Surface] = [self.mcp, self.a2a]
+        """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -84,6 +84,7 @@ class UIChatBody(BaseModel):
 
     id: str = Field(min_length=1, description="The conversation: 1-128 characters of A-Z a-z 0-9 . _ ~ -")
     messages: list[UIMessage] = Field(min_length=1, description="The last message must be the user's.")
+    agent: str | None = Field(None, description="Which agent answers (config agents:); default the first.")
 
 
 def _parse_answer(raw: Any) -> ElicitationResponse:
@@ -121,8 +122,9 @@ async def _chat(
     make_writer: Callable[[str | None], Writer],
     headers: dict[str, str],
     history: list[dict[str, Any]] | None = None,
+    agent: str | None = None,
 ) -> Response:
-    """Send a message (and stream its run), or take an answer (and stream the continuation).
+    """Send a message to `agent` (and stream its run), or take an answer (and stream the continuation).
 
     `make_writer(message_id)` makes the surface's writer; a new run's message is named after the run, so a
     replay of it names it the same, and a continuation gets a new name (None)."""
@@ -145,7 +147,8 @@ async def _chat(
         # A client that builds each assistant message on its own needs the continued call's input first.
         first: list[StreamEvent] = [answered.call] if answered.call is not None else []
     else:
-        sent = await conversations.send(caller, conversation_id, message, history=history)
+        chosen = hub.config.agent(agent).id  # a name that is no agent's (a fixed model name) means the default
+        sent = await conversations.send(caller, conversation_id, message, history=history, agent=chosen)
         headers = {**headers, "x-conversation-id": sent.conversation_id}
         writer = make_writer(sent.run_id)
         followed = await conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
@@ -186,7 +189,9 @@ async def chat_completions(body: ChatCompletionsBody, request: Request, hub: Hub
     model = body.model or hub.model.name
     message = _openai_text(last.content)
     conversation_id = request.headers.get("x-conversation-id")
-    return await _chat(hub, caller, conversation_id, message, lambda _: OpenAIChunkWriter(model), {}, history)
+    return await _chat(
+        hub, caller, conversation_id, message, lambda _: OpenAIChunkWriter(model), {}, history, agent=body.model
+    )
 
 
 def _ui_text(message: UIMessage) -> str | ElicitationResponse:
@@ -207,7 +212,8 @@ async def ui_chat(body: UIChatBody, hub: HubDep, caller: CallerDep) -> Response:
     last = body.messages[-1]
     if last.role != "user":
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
-    return await _chat(hub, caller, body.id, _ui_text(last), UIMessageStreamWriter, UI_HEADERS)
+    agent = body.agent
+    return await _chat(hub, caller, body.id, _ui_text(last), UIMessageStreamWriter, UI_HEADERS, agent=agent)
 
 
 _REATTACH: dict[str, Any] = {

@@ -19,14 +19,15 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, State, decide, utcnow
-from elicithub.core.events import RunFinished, RunPaused, StreamEvent, TextDelta, ToolCallFinished
+from elicithub.core.events import RunFinished, RunPaused, StreamEvent
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces import bearer_token, text_after_tools, unauthorized
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
 
 MRTR = "2026-07-28"
@@ -64,7 +65,9 @@ class McpSurface:
         endpoint = next(r for r in app.routes if isinstance(r, Route) and r.path == "/mcp")
         self._endpoint: ASGIApp = endpoint.app
         # An ASGI app, not a function, so Starlette hands it the raw request.
-        self.routes = [Route("/mcp", _Asgi(self._gate), methods=["GET", "POST", "DELETE"], include_in_schema=False)]
+        self.routes: list[BaseRoute] = [
+            Route("/mcp", _Asgi(self._gate), methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        ]
 
     def lifespan(self) -> Any:
         return self.server.session_manager.run()
@@ -72,9 +75,8 @@ class McpSurface:
     # -- identity
 
     def _user(self, headers: Any) -> str | None:
-        value = (headers.get("authorization") if headers is not None else None) or ""
-        scheme, _, token = str(value).partition(" ")
-        return self.user_for(token.strip()) if scheme.lower() == "bearer" and token else None
+        token = bearer_token(headers.get("authorization") if headers is not None else None)
+        return self.user_for(token) if token else None
 
     def _principal(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         return self._user(getattr(ctx.request, "headers", None))
@@ -83,17 +85,7 @@ class McpSurface:
         """Only the hub's users reach the MCP server: anyone else gets 401 with a bearer challenge."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if self._user(headers) is None:
-            body = b'{"error":{"code":"unauthorized","message":"A bearer token of one of the hub\'s users is needed."}}'
-            challenge = b'Bearer realm="elicithub"'
-            if "authorization" in headers:
-                challenge += b', error="invalid_token"'
-            response_headers = [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", challenge),
-                (b"content-length", str(len(body)).encode()),
-            ]
-            await send({"type": "http.response.start", "status": 401, "headers": response_headers})
-            await send({"type": "http.response.body", "body": body})
+            await unauthorized(send, invalid_token="authorization" in headers)
             return
         await self._endpoint(scope, receive, send)
 
@@ -154,7 +146,7 @@ class McpSurface:
                 if waiting:
                     await events.aclose()  # type: ignore[attr-defined]
                     return await self._round(caller, conversation_id, waiting, seq, arguments, round_)
-            final = _text_after_tools(final, event)
+            final = text_after_tools(final, event)
             if isinstance(event, RunFinished):
                 return _result(conversation_id, "".join(final), event.reason == "error")
         raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
@@ -252,7 +244,7 @@ class McpSurface:
             if isinstance(event, RunPaused):
                 for elicitation in await self._waiting(caller, list(event.elicitation_ids), modes):
                     await self._ask_back(ctx, caller, elicitation)
-            final = _text_after_tools(final, event)
+            final = text_after_tools(final, event)
             if isinstance(event, RunFinished):
                 return _result(conversation_id, "".join(final), event.reason == "error")
         raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
@@ -308,15 +300,6 @@ def _request(elicitation: Elicitation) -> mt.ElicitRequest:
             message=elicitation.message, requested_schema=elicitation.requested_schema or {"type": "object"}
         )
     return mt.ElicitRequest(params=params)
-
-
-def _text_after_tools(text: list[str], event: StreamEvent) -> list[str]:
-    """The run's last words: text after its last tool call."""
-    if isinstance(event, ToolCallFinished):
-        return []
-    if isinstance(event, TextDelta):
-        return [*text, event.text]
-    return text
 
 
 def _result(conversation_id: str, text: str, is_error: bool) -> mt.CallToolResult:

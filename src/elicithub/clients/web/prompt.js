@@ -69,7 +69,11 @@ class Prompt {
       : null;
     this.problem = h("p", { class: "prompt-error", role: "alert", hidden: true });
     const context = event.context ?? {};
-    const source = [context.serverId, context.toolName].filter((s) => typeof s === "string").join(" · ");
+    // A delegated agent's question says which agents it came through (outermost first).
+    const agents = Array.isArray(context.agentPath) ? context.agentPath.filter((a) => typeof a === "string") : [];
+    const via = agents.length > 1 ? [agents.join(" → ")] : [];
+    const tool = [context.agentId, context.serverId, context.toolName].filter((s) => typeof s === "string");
+    const source = [...via, ...tool].join(" · ");
     this.element = h(
       "section",
       { class: `prompt prompt-${kind}`, "aria-labelledby": messageId, "data-elicitation-id": this.id },

@@ -33,6 +33,14 @@ def is_input_required(data: Mapping[str, Any]) -> bool:
     return (isinstance(requests, dict) and bool(requests)) or (isinstance(state, str) and bool(state))
 
 
+def is_full_round(data: Mapping[str, Any]) -> bool:
+    """The stricter rule the test runner holds servers to: non-empty `inputRequests` and a non-empty string
+    `requestState`, both. A half-shaped result (a state-only "not yet" included) is an ordinary result there, so a
+    suite shows it rather than waiting it out."""
+    requests, state = data.get("inputRequests"), data.get("requestState")
+    return isinstance(requests, dict) and bool(requests) and isinstance(state, str) and bool(state)
+
+
 async def drive_rounds(
     first: ResultT | mt.InputRequiredResult,
     *,

@@ -1,0 +1,385 @@
+"""The hub's agents as an A2A agent (a2a-sdk 1.3, A2A 1.0 with the 0.3 method names accepted).
+
+`contextId` is the conversation and a task is one message's run. A pause becomes `TASK_STATE_INPUT_REQUIRED`
+(a form among the questions) or `TASK_STATE_AUTH_REQUIRED` (only sign-ins); its status message carries each
+question as text and as a data part `{"elicitation": <elicitation-request event>}`. The next message on the task
+answers (`{"elicitationResponse": {...}}`, or plain text for a one-string-field form); it is checked before the
+task moves, so bad content fails that request with the field errors and the task stays input-required. A
+sign-in completes out of band: the stream stays open and the task goes on by itself (A2A 1.0 §7.6.1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
+
+from a2a.auth.user import UnauthenticatedUser, User
+from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_task, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    CancelTaskRequest,
+    HTTPAuthSecurityScheme,
+    Message,
+    Part,
+    SecurityRequirement,
+    SecurityScheme,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from a2a.types.a2a_pb2 import StringList
+from a2a.utils.errors import InvalidParamsError, InvalidRequestError
+from google.protobuf.json_format import MessageToDict
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from elicithub.core.broker import Broker
+from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, request_event
+from elicithub.core.ids import check_conversation_id
+from elicithub.errors import AlreadyResolved, BadRequest, ElicitationNotFound, HubError, InvalidContent
+from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces import bearer_token, text_after_tools, unauthorized
+
+INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
+META = "elicithub"
+"""The task metadata key holding where its run paused: `runId`, `after` (event log position), `elicitationIds`."""
+
+
+class HubUser(User):
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self.user_id
+
+
+class _Identity(DefaultServerCallContextBuilder):
+    """The caller is the hub user of the request's bearer token (tasks are scoped to them by the SDK)."""
+
+    def __init__(self, user_for: Callable[[str], str | None]) -> None:
+        self.user_for = user_for
+
+    def build_user(self, request: Request) -> User:
+        token = bearer_token(request.headers.get("authorization"))
+        user = self.user_for(token) if token else None
+        return HubUser(user) if user is not None else UnauthenticatedUser()
+
+
+def _caller(context: ServerCallContext | None) -> Caller:
+    user = context.user if context is not None else None
+    if not isinstance(user, HubUser):
+        raise InvalidRequestError(message="No user: send a bearer token of one of the hub's users.")
+    return Caller(user.user_id, supports_elicitation=True)
+
+
+class A2aSurface:
+    def __init__(
+        self,
+        conversations: Conversations,
+        broker: Broker,
+        tasks: TaskStore,
+        user_for: Callable[[str], str | None],
+        public_url: str,
+        agents: dict[str, str],
+    ) -> None:
+        self.conversations = conversations
+        self.broker = broker
+        self.tasks = tasks
+        self.user_for = user_for
+        self.agents = agents
+        self.card = agent_card(public_url, agents)
+        self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
+        rpc = create_jsonrpc_routes(self.handler, "/a2a", _Identity(user_for), enable_v0_3_compat=True)
+        endpoint = next(r for r in rpc if isinstance(r, Route) and r.path == "/a2a")
+        self._endpoint: ASGIApp = endpoint.app
+        self._routes: list[BaseRoute] = [
+            *create_agent_card_routes(self.card),
+            Route("/a2a", _Asgi(self._gate), methods=["POST"], include_in_schema=False),
+        ]
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        return self._routes
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.handler.aclose()
+
+    def agent(self, requested: object) -> str:
+        """The agent a message asks for (its metadata's `agent`), else the first (the default)."""
+        return requested if isinstance(requested, str) and requested in self.agents else next(iter(self.agents))
+
+    async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        token = bearer_token(headers.get("authorization"))
+        if token is None or self.user_for(token) is None:
+            await unauthorized(send, invalid_token="authorization" in headers)
+            return
+        await self._endpoint(scope, receive, send)
+
+    # -- answers, taken before the task moves
+
+    async def take_answer(self, message: Message, context: ServerCallContext) -> None:
+        """A message on an interrupted task answers its questions; a bad answer fails the request, task unchanged."""
+        caller = _caller(context)
+        if message.context_id:
+            try:
+                check_conversation_id(message.context_id)
+            except BadRequest as exc:
+                raise InvalidParamsError(message=f"contextId: {exc}") from None
+        if not message.task_id:
+            return
+        task = await self.tasks.get(message.task_id, context)
+        if task is None or task.status.state not in INTERRUPTED:
+            return
+        asked = [str(i) for i in paused_at(task).get("elicitationIds", [])]
+        for elicitation_id, answer in await self._answers(caller, message, asked):
+            try:
+                await self.conversations.answer(caller, elicitation_id, answer)
+            except InvalidContent as exc:
+                fields = [{"field": e.field, "message": e.message} for e in exc.errors]
+                problems = "; ".join(f"{e.field}: {e.message}" for e in exc.errors)
+                raise InvalidParamsError(message=f"{exc} {problems}", data={"fields": fields}) from None
+            except AlreadyResolved:
+                pass  # answered already (here or elsewhere): the run goes on with that
+            except HubError as exc:
+                raise InvalidParamsError(message=str(exc)) from None
+
+    async def _answers(self, caller: Caller, message: Message, asked: list[str]) -> list[tuple[str, Answer]]:
+        responses: list[Any] = []
+        for data in get_data_parts(list(message.parts)):
+            if isinstance(data, dict) and "elicitationResponse" in data:
+                given = data["elicitationResponse"]
+                responses.extend(given if isinstance(given, list) else [given])
+        if responses:
+            answers = []
+            for response in responses:
+                if not isinstance(response, dict) or not isinstance(response.get("elicitationId"), str):
+                    raise InvalidParamsError(message="elicitationResponse needs an elicitationId.")
+                if response["elicitationId"] not in asked:
+                    raise InvalidParamsError(message=f"This task asked no question {response['elicitationId']}.")
+                action = response.get("action", "accept")
+                if action not in ("accept", "decline", "cancel"):
+                    raise InvalidParamsError(message="elicitationResponse.action: accept, decline or cancel.")
+                content = response.get("content") if action == "accept" else None
+                answers.append((response["elicitationId"], Answer(action, _whole_numbers(content))))
+            return answers
+        text = get_message_text(message)
+        forms = [e for e in await self.waiting(caller, asked) if e.mode == "form"]
+        field = _only_string_field(forms[0]) if len(forms) == 1 else None
+        if field is None or not text:
+            raise InvalidParamsError(
+                message='Answer with a data part {"elicitationResponse": {"elicitationId", "action", "content"}} '
+                "(plain text answers only a question with one text field)."
+            )
+        return [(forms[0].id, Answer("accept", {field: text}))]
+
+    async def cancel_questions(self, task_id: str, context: ServerCallContext) -> None:
+        caller = _caller(context)
+        task = await self.tasks.get(task_id, context)
+        if task is None:
+            return
+        for elicitation in await self.waiting(caller, [str(i) for i in paused_at(task).get("elicitationIds", [])]):
+            with contextlib.suppress(HubError):
+                await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
+
+    async def waiting(self, caller: Caller, ids: list[str]) -> list[Elicitation]:
+        waiting = []
+        for elicitation_id in ids:
+            with contextlib.suppress(ElicitationNotFound):
+                elicitation = await self.broker.lookup(elicitation_id, caller.user_id)
+                if elicitation.state is State.PENDING:
+                    waiting.append(elicitation)
+        return waiting
+
+
+class _Handler(DefaultRequestHandler):
+    """The SDK's handler, with answers checked and taken before a message moves an interrupted task."""
+
+    def __init__(self, *args: Any, surface: A2aSurface, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.surface = surface
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        await self.surface.take_answer(params.message, context)
+        result: Message | Task = await super().on_message_send(params, context)
+        return result
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        await self.surface.take_answer(params.message, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        await self.surface.cancel_questions(params.id, context)
+        task: Task | None = await super().on_cancel_task(params, context)
+        return task
+
+
+class _Executor(AgentExecutor):
+    """Runs the hub's agent for a task, over `Conversations`: any instance can continue it from the store."""
+
+    def __init__(self, surface: A2aSurface) -> None:
+        self.surface = surface
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        surface = self.surface
+        caller = _caller(context.call_context)
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        task = context.current_task
+        if task is None:
+            assert context.message is not None
+            await event_queue.enqueue_event(
+                new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
+            )
+            await updater.start_work()
+            agent = context.metadata.get("agent") if context.metadata else None
+            sent = await surface.conversations.send(
+                caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
+            )
+            run_id, after = sent.run_id, sent.after
+        else:
+            paused = paused_at(task)
+            run_id, after = str(paused["runId"]), int(paused["after"])
+            waiting = await surface.waiting(caller, [str(i) for i in paused.get("elicitationIds", [])])
+            if waiting:  # part of the round is still unanswered: ask for the rest
+                await _interrupt(updater, waiting, run_id, after)
+                return
+            await updater.start_work()
+        await self._follow(caller, updater, context.context_id, run_id, after)
+
+    async def _follow(
+        self, caller: Caller, updater: TaskUpdater, conversation_id: str, run_id: str, after: int
+    ) -> None:
+        followed = await self.surface.conversations.follow(caller, conversation_id, run_id=run_id, after=after)
+        assert followed is not None
+        events = followed[1]
+        final: list[str] = []
+        signing_in: set[str] = set()
+        async for seq, event in events:
+            if isinstance(event, RunPaused):
+                waiting = await self.surface.waiting(caller, list(event.elicitation_ids))
+                if not waiting:
+                    continue
+                await _interrupt(updater, waiting, run_id, seq)
+                if any(e.mode == "form" for e in waiting):
+                    await events.aclose()  # type: ignore[attr-defined]
+                    return  # the next message on the task answers
+                signing_in = {e.id for e in waiting}  # out of band: keep the stream open until it completes
+            elif isinstance(event, ElicitationResolved) and event.elicitation_id in signing_in:
+                signing_in.discard(event.elicitation_id)
+                if not signing_in:
+                    await updater.start_work()
+            final = text_after_tools(final, event)
+            if isinstance(event, RunFinished):
+                text = "".join(final)
+                if event.reason == "error":
+                    await updater.failed(updater.new_agent_message([new_text_part(text)]))
+                else:
+                    await updater.add_artifact([new_text_part(text)], name="answer")
+                    await updater.complete()
+                return
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if context.call_context is not None and context.task_id is not None:
+            await self.surface.cancel_questions(context.task_id, context.call_context)
+        assert context.task_id is not None and context.context_id is not None
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+async def _interrupt(updater: TaskUpdater, waiting: list[Elicitation], run_id: str, after: int) -> None:
+    parts: list[Part] = []
+    for elicitation in waiting:
+        parts.append(new_text_part(_question_text(elicitation)))
+        parts.append(new_data_part({"elicitation": request_event(elicitation)}))
+    state = (
+        TaskState.TASK_STATE_INPUT_REQUIRED
+        if any(e.mode == "form" for e in waiting)
+        else TaskState.TASK_STATE_AUTH_REQUIRED
+    )
+    metadata = {META: {"runId": run_id, "after": after, "elicitationIds": [e.id for e in waiting]}}
+    await updater.update_status(state, updater.new_agent_message(parts), metadata=metadata)
+
+
+def _question_text(elicitation: Elicitation) -> str:
+    if elicitation.mode == "url" and elicitation.url:
+        return f"{elicitation.message} {elicitation.url}"
+    return elicitation.message
+
+
+def paused_at(task: Task) -> dict[str, Any]:
+    paused = MessageToDict(task.metadata).get(META) if task.HasField("metadata") else None
+    return paused if isinstance(paused, dict) else {}
+
+
+def _only_string_field(elicitation: Elicitation) -> str | None:
+    properties = (elicitation.requested_schema or {}).get("properties") or {}
+    if len(properties) != 1:
+        return None
+    [(name, schema)] = properties.items()
+    return name if isinstance(schema, dict) and schema.get("type") == "string" else None
+
+
+def _whole_numbers(content: Any) -> Any:
+    """Data parts are protobuf Values, so an integer arrives as a float: 3.0 is taken back as 3."""
+    if isinstance(content, dict):
+        return {k: _whole_numbers(v) for k, v in content.items()}
+    if isinstance(content, list):
+        return [_whole_numbers(v) for v in content]
+    if isinstance(content, float) and content.is_integer():
+        return int(content)
+    return content
+
+
+def agent_card(public_url: str, agents: dict[str, str]) -> AgentCard:
+    base = public_url.rstrip("/")
+    bearer = SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="bearer", description="A token of one of the hub's users (config users:)."
+        )
+    )
+    return AgentCard(
+        name="elicithub",
+        description="The hub's assistant: it calls tools, and asks you when a tool needs your input or a sign-in.",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=f"{base}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        security_schemes={"bearer": bearer},
+        security_requirements=[SecurityRequirement(schemes={"bearer": StringList()})],
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(id=name, name=name, description=text, tags=["elicitation"]) for name, text in agents.items()
+        ],
+    )
+
+
+class _Asgi:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

@@ -1,0 +1,78 @@
+"""Delegation: an agent named in another's tools is the tool `AGENT.delegate {"message"}`, run as a child run.
+
+The child runs inside the parent's tool call, with its own record (`parent_run_id`), model turns and tools. Its
+questions are its own (its own elicitation ids, asked through its own calls' askers) and show on the stream the
+person follows, with `context.agentPath`. The parent's call records which child it waits on, so after a restart
+the parent's resumed call continues that child from where it stopped instead of starting another.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from elicithub.config import AgentConfig
+from elicithub.core.elicitation import new_id
+from elicithub.core.ports import RunStore
+from elicithub.core.runs import RunRecord
+from elicithub.runtime.models import ToolSpec
+from elicithub.runtime.tools import CallContext, ToolOutcome
+
+RunChild = Callable[[RunRecord, CallContext, bool], Awaitable[ToolOutcome]]
+
+TOOL = "delegate"
+SCHEMA = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "description": "What to ask the agent."}},
+    "required": ["message"],
+}
+
+
+class DelegateTrigger:
+    """One agent, offered to others as a tool. `run_child` is the runner's (set once the runner exists)."""
+
+    def __init__(self, agent: AgentConfig, runs: RunStore) -> None:
+        self.agent = agent
+        self.runs = runs
+        self.run_child: RunChild | None = None
+
+    @property
+    def prefix(self) -> str:
+        return self.agent.id
+
+    async def list_tools(self, context: CallContext | None) -> list[ToolSpec]:
+        description = self.agent.description or f"Ask the {self.agent.id} agent to do something; it may ask you."
+        return [ToolSpec(TOOL, description, SCHEMA)]
+
+    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        message = arguments.get("message")
+        if tool != TOOL or not isinstance(message, str) or not message.strip():
+            return ToolOutcome(f'{self.agent.id}.{TOOL} takes {{"message": string}}.', is_error=True)
+        assert self.run_child is not None, "the runner sets run_child"
+        resume = context.asker.resume_from() if context.asker is not None else None
+        child = None
+        if resume is not None and resume.trigger == "delegate":
+            child = await self.runs.get(str(resume.state.get("childRunId")))
+        if child is not None and child.status == "finished":
+            last = child.messages[-1] if child.messages else {}
+            return ToolOutcome(str(last.get("content") or ""))
+        if child is not None:
+            return await self.run_child(child, context, True)
+        child = RunRecord(
+            new_id("run"),
+            context.conversation_id,
+            context.user_id,
+            context.supports_elicitation,
+            [{"role": "user", "content": message}],
+            parent_run_id=context.run_id,
+            agent=self.agent.id,
+            updated_at=time.time(),
+        )
+        await self.runs.save(child)
+        if context.asker is not None:
+            await context.asker.checkpoint("delegate", {"childRunId": child.run_id})
+        return await self.run_child(child, context, False)
+
+    async def close(self) -> None:
+        return None

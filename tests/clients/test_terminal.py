@@ -1,0 +1,88 @@
+"""`elicithub chat` on a pseudo-terminal against a real hub: questions asked field by field, Ctrl-C cancels a
+question (form or sign-in), end of input exits; off a terminal a question is given up at once, never waited on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pexpect
+
+from tests.conftest import HubFactory, McpProcess, RunningHub
+
+
+def chat(hub: RunningHub) -> pexpect.spawn:
+    command = ["-m", "elicithub.cli", "chat", "--url", hub.url, "--token", "alice-secret"]
+    # No screen to open a browser on: the sign-in link is only printed.
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    child = pexpect.spawn(sys.executable, command, encoding="utf-8", timeout=30, env=env)
+    child.expect_exact("you> ")
+    return child
+
+
+def leave(child: pexpect.spawn) -> None:
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_a_form_question_is_asked_again_until_valid_and_the_call_finishes(hub: RunningHub) -> None:
+    child = chat(hub)
+    child.sendline('/call mrtr.provision {"name": "orders"}')
+    child.expect_exact("[calling mrtr.provision]")
+    child.expect_exact("Which region should orders live in?")
+    child.expect_exact("    2. EU West (eu-west-1)")
+    child.expect_exact("Region (number or value): ")
+    child.sendline("7")
+    child.expect_exact("Region has no choice '7'; try again.")
+    child.sendline("2")
+    child.expect_exact("[question accepted]")
+    child.expect_exact("Provisioned orders in eu-west-1.")
+    child.expect_exact("you> ")
+    leave(child)
+
+
+def test_ctrl_c_cancels_a_form_question_and_the_chat_goes_on(hub: RunningHub) -> None:
+    child = chat(hub)
+    child.sendline('/call legacy.provision {"name": "orders"}')
+    child.expect_exact("Region (number or value): ")
+    child.sendcontrol("c")
+    child.expect_exact("cancelled.")
+    child.expect_exact("[question cancelled]")
+    child.expect_exact("Provisioning of orders stopped: the user chose cancel.")
+    child.expect_exact("you> ")
+    child.sendline("hello")
+    child.expect_exact("Available tools:")
+    child.expect_exact("you> ")
+    leave(child)
+
+
+def test_a_sign_in_link_is_shown_and_awaited_until_ctrl_c_cancels_it(
+    make_hub: HubFactory, mrtr_server: McpProcess
+) -> None:
+    locked = {"id": "locked", "url": mrtr_server.url, "credential_scope": "user", "tools": [{"name": "provision"}]}
+    hub = make_hub(mcp_servers=[locked])
+    child = chat(hub)
+    child.sendline("/call locked.provision {}")
+    child.expect(r"Open http://127\.0\.0\.1:\d+/auth/connect\?t=\S+")
+    child.expect_exact("Waiting for you to finish there; Ctrl-C cancels.")
+    child.sendcontrol("c")
+    child.expect_exact("[question cancelled]")
+    child.expect_exact("Authentication required but not provided.")
+    child.expect_exact("you> ")
+    leave(child)
+
+
+def test_off_a_terminal_a_question_is_given_up_at_once_naming_it(hub: RunningHub) -> None:
+    command = [sys.executable, "-m", "elicithub.cli", "chat", "--url", hub.url, "--token", "alice-secret"]
+    done = subprocess.run(
+        command, input='/call mrtr.provision {"name": "orders"}\n', capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0
+    assert (
+        "cannot ask 'Which region should orders live in?' here (stdin is not a terminal); the question is cancelled"
+        in done.stdout
+    )
+    assert "[question cancelled]" in done.stdout

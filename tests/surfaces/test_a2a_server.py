@@ -1,0 +1,245 @@
+"""The hub's agent as an A2A agent, driven by the a2a-sdk's own client (and raw JSON-RPC for 0.3 and bad paths)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.helpers import get_artifact_text, get_data_parts, get_message_text
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskState,
+)
+from google.protobuf.json_format import ParseDict
+from google.protobuf.struct_pb2 import Value
+
+from tests.conftest import USERS, HubAddress, RunningHub
+
+PROVISION = '/call mrtr.provision {"name": "orders"}'
+RENAME = '/call mrtr.rename {"name": "orders"}'
+INPUT = TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+def token(user: str) -> str:
+    return next(u["token"] for u in USERS if u["id"] == user)
+
+
+@asynccontextmanager
+async def a2a_client(hub: HubAddress, user: str = "alice", streaming: bool = False) -> AsyncIterator[Client]:
+    http = httpx.AsyncClient(headers={"authorization": f"Bearer {token(user)}"}, timeout=30)
+    async with http:
+        client = await ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create_from_url(hub.url)
+        async with client:
+            yield client
+
+
+def message(text: str | None = None, data: dict[str, Any] | None = None, task: Task | None = None) -> Message:
+    parts = []
+    if text is not None:
+        parts.append(Part(text=text))
+    if data is not None:
+        parts.append(Part(data=ParseDict(data, Value())))
+    return Message(
+        role=Role.ROLE_USER,
+        parts=parts,
+        message_id=str(uuid.uuid4()),
+        task_id=task.id if task is not None else "",
+        context_id=task.context_id if task is not None else "",
+    )
+
+
+async def send(client: Client, msg: Message) -> list[StreamResponse]:
+    return [event async for event in client.send_message(SendMessageRequest(message=msg))]
+
+
+async def task_of(client: Client, msg: Message) -> Task:
+    [response] = await send(client, msg)
+    assert response.WhichOneof("payload") == "task", response
+    return response.task
+
+
+def question(task: Task) -> dict[str, Any]:
+    data = get_data_parts(list(task.status.message.parts))[0]
+    elicitation: dict[str, Any] = data["elicitation"]
+    return elicitation
+
+
+def answer(task: Task, action: str = "accept", content: dict[str, Any] | None = None) -> Message:
+    response: dict[str, Any] = {"elicitationId": question(task)["elicitationId"], "action": action}
+    if content is not None:
+        response["content"] = content
+    return message(data={"elicitationResponse": response}, task=task)
+
+
+def test_the_agent_card_declares_bearer_identity_and_the_json_rpc_endpoint(hub: RunningHub) -> None:
+    card = httpx.get(f"{hub.url}/.well-known/agent-card.json").json()
+    assert card["name"] == "elicithub" and card["capabilities"]["streaming"] is True
+    [interface] = card["supportedInterfaces"]
+    assert interface == {"url": f"{hub.url}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert [s["id"] for s in card["skills"]] == ["assistant"]
+
+
+def test_without_a_users_token_the_endpoint_is_401(hub: RunningHub) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+    response = httpx.post(f"{hub.url}/a2a", json=body, headers={"A2A-Version": "1.0"})
+    assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
+    wrong = httpx.post(f"{hub.url}/a2a", json=body, headers={"A2A-Version": "1.0", "authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and 'error="invalid_token"' in wrong.headers["www-authenticate"]
+
+
+def test_a_question_makes_the_task_input_required_and_the_next_message_answers_it(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(PROVISION))
+            assert task.status.state == INPUT
+            assert "Which region should orders live in?" in get_message_text(task.status.message)
+            asked = question(task)
+            assert asked["type"] == "elicitation-request" and asked["mode"] == "form"
+            assert asked["elicitationId"].startswith("eli_")
+            assert set(asked["requestedSchema"]["properties"]) == {"region"}
+
+            with pytest.raises(Exception, match="region") as bad:  # the field is named...
+                await send(client, answer(task, content={"region": "mars"}))
+            assert "region" in str(bad.value)
+            again = await client.get_task(GetTaskRequest(id=task.id))
+            assert again.status.state == INPUT  # ...and the task still waits
+
+            done = await task_of(client, answer(task, content={"region": "eu-west-1"}))
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            assert [get_artifact_text(a) for a in done.artifacts] == ["Provisioned orders in eu-west-1."]
+        # The conversation is the hub's, like any other: the contextId names it.
+        with hub.client() as chat:
+            messages = chat.get(f"/run/api/conversations/{task.context_id}").json()["messages"]
+        assert messages[-1] == {"role": "assistant", "text": "Provisioned orders in eu-west-1."}
+
+    asyncio.run(go())
+
+
+def test_plain_text_answers_a_question_with_one_text_field_only(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(RENAME))
+            assert task.status.state == INPUT
+            done = await task_of(client, message("customers", task=task))
+            assert [get_artifact_text(a) for a in done.artifacts] == ["Renamed orders to customers."]
+
+            choice = await task_of(client, message(PROVISION))  # one string field, with a fixed set of values
+            with pytest.raises(Exception, match="region"):
+                await send(client, message("mars", task=choice))
+            done = await task_of(client, message("us-east-1", task=choice))
+            assert [get_artifact_text(a) for a in done.artifacts] == ["Provisioned orders in us-east-1."]
+
+            two = await task_of(client, message('/call mrtr.deploy {"name": "web"}'))  # two questions at once
+            assert len(get_data_parts(list(two.status.message.parts))) == 2
+            with pytest.raises(Exception, match="elicitationResponse"):
+                await send(client, message("eu-west-1", task=two))
+            assert (await client.get_task(GetTaskRequest(id=two.id))).status.state == INPUT
+
+    asyncio.run(go())
+
+
+def test_streaming_shows_working_input_required_working_completed(hub: RunningHub) -> None:
+    def states(events: list[StreamResponse]) -> list[str]:
+        found = []
+        for event in events:
+            kind = event.WhichOneof("payload")
+            if kind == "task":
+                found.append(TaskState.Name(event.task.status.state))
+            elif kind == "status_update":
+                found.append(TaskState.Name(event.status_update.status.state))
+            elif kind == "artifact_update":
+                found.append("artifact:" + get_artifact_text(event.artifact_update.artifact))
+        return found
+
+    async def go() -> None:
+        async with a2a_client(hub, streaming=True) as client:
+            first = await send(client, message(PROVISION))
+            assert states(first)[-2:] == ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+            task = await client.get_task(GetTaskRequest(id=first[0].task.id))
+            second = await send(client, answer(task, content={"region": "us-east-1"}))
+            assert states(second) == [
+                "TASK_STATE_WORKING",
+                "artifact:Provisioned orders in us-east-1.",
+                "TASK_STATE_COMPLETED",
+            ]
+
+    asyncio.run(go())
+
+
+def test_declining_goes_on_and_cancel_task_cancels_the_question(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(PROVISION))
+            done = await task_of(client, answer(task, action="decline"))
+            assert done.status.state == TaskState.TASK_STATE_COMPLETED
+            assert "the user chose decline" in get_artifact_text(done.artifacts[0])
+
+            task = await task_of(client, message(PROVISION))
+            elicitation_id = question(task)["elicitationId"]
+            canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            late = hub.answer("alice", task.context_id, elicitation_id, "accept", {"region": "eu-west-1"})
+            assert late.status_code == 409  # the question ended with the task
+
+    asyncio.run(go())
+
+
+def test_another_user_cannot_see_or_answer_the_task(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as alice, a2a_client(hub, "bob") as bob:
+            task = await task_of(alice, message(PROVISION))
+            with pytest.raises(Exception, match=r"(?i)not found"):
+                await bob.get_task(GetTaskRequest(id=task.id))
+            with pytest.raises(Exception, match=r"(?i)not found"):
+                await send(bob, answer(task, content={"region": "eu-west-1"}))
+            assert (await alice.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
+
+    asyncio.run(go())
+
+
+def test_a_task_waiting_for_an_answer_survives_a_restart(make_hub: Any) -> None:
+    first = make_hub()
+
+    async def ask() -> Task:
+        async with a2a_client(first) as client:
+            return await task_of(client, message(PROVISION))
+
+    task = asyncio.run(ask())
+    first.stop()
+    second = make_hub(first.port)  # same store, same name: it takes its runs back
+
+    async def finish() -> None:
+        async with a2a_client(second) as client:
+            assert (await client.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
+            done = await task_of(client, answer(task, content={"region": "eu-west-1"}))
+            assert [get_artifact_text(a) for a in done.artifacts] == ["Provisioned orders in eu-west-1."]
+
+    asyncio.run(finish())
+
+
+def test_0_3_method_names_are_accepted(hub: RunningHub) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {
+            "message": {"role": "user", "parts": [{"kind": "text", "text": PROVISION}], "messageId": "m1"},
+        },
+    }
+    headers = {"authorization": f"Bearer {token('alice')}"}
+    result = httpx.post(f"{hub.url}/a2a", json=body, headers=headers, timeout=30).json()["result"]
+    assert result["status"]["state"] == "input-required"
