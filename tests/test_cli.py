@@ -27,6 +27,9 @@ mcp_servers:
     command: [python, server.py]
     credential_scope: project
     credential_env: FILES_TOKEN
+a2a_agents:
+  - id: travel
+    url: http://127.0.0.1:9300
 """
 BAD = """\
 mcp_servers:
@@ -61,6 +64,7 @@ def test_config_check_on_a_good_file_prints_what_it_found(tmp_path: Path) -> Non
     assert "tracker has no tools: list" in lines[tracker + 1]  # its tools wait for a token
     assert not any("deploy has no tools" in line or "files has no tools" in line for line in lines)
     assert "  mcp server  files: python server.py (credentials: project, protocol: auto)" in lines
+    assert "  a2a agent   travel: http://127.0.0.1:9300 (credentials: none)" in lines
     assert result.stderr == ""
 
 

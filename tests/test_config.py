@@ -225,3 +225,57 @@ def test_slack_section_names_its_bad_keys() -> None:
     assert error_of({"slack": {"bot_token": "xoxb-1"}}) == "slack.bot_token: unknown key"
     assert "slack.users: 'alice' is not a Slack user id" in error_of({"slack": {"users": {"alice": "alice"}}})
     assert error_of({"slack": {"api_url": "slack.com"}}).startswith("slack.api_url:")
+
+
+def agent(**fields: Any) -> dict[str, Any]:
+    return {"id": "travel", "url": "http://127.0.0.1:9300", **fields}
+
+
+def test_a2a_agents_are_read_with_their_defaults() -> None:
+    data = {"a2a_agents": [agent(), agent(id="bank", credential_scope="project", credential_env="BANK", timeout_s=5)]}
+    travel, bank = parse_config(data).a2a_agents
+    assert (travel.id, travel.url, travel.credential_scope, travel.timeout_s) == (
+        "travel",
+        "http://127.0.0.1:9300",
+        "none",
+        120,
+    )
+    assert travel.display_name == "Travel"
+    assert (bank.credential_env, bank.timeout_s) == ("BANK", 5)
+
+
+def test_a2a_agent_errors_name_the_key() -> None:
+    assert error_of({"a2a_agents": [{"id": "travel"}]}) == "a2a_agents[0].url: is required"
+    assert error_of({"a2a_agents": [agent(colour="red")]}) == "a2a_agents[0].colour: unknown key"
+    assert error_of({"a2a_agents": [agent(url="ftp://x")]}) == "a2a_agents[0].url: must be an http(s) URL"
+    assert (
+        error_of({"a2a_agents": [agent(credential_scope="team")]})
+        == "a2a_agents[0].credential_scope: must be one of none, project, user"
+    )
+    assert (
+        error_of({"a2a_agents": [agent(credential_scope="project")]})
+        == "a2a_agents[0].credential_env: is required when credential_scope is project"
+    )
+    assert error_of({"a2a_agents": [agent(timeout_s=0)]}).startswith("a2a_agents[0].timeout_s: ")
+
+
+def test_a2a_agent_ids_clash_with_neither_agents_nor_servers() -> None:
+    assert error_of({"a2a_agents": [agent(), agent()]}) == "a2a_agents: id travel is already taken"
+    assert error_of({"mcp_servers": [server(id="travel")], "a2a_agents": [agent()]}) == (
+        "a2a_agents: id travel is already taken"
+    )
+
+
+def test_a_sign_in_finds_its_service_among_servers_and_agents() -> None:
+    config = parse_config({"mcp_servers": [server()], "a2a_agents": [agent(credential_scope="user")]})
+    assert config.service("deploy") is config.mcp_servers[0]
+    assert config.service("travel") is config.a2a_agents[0]
+    assert config.service("nobody") is None
+
+
+def test_an_agent_may_use_an_a2a_agent_as_a_tool() -> None:
+    config = parse_config({"a2a_agents": [agent()], "agents": [{"id": "assistant", "tools": ["travel"]}]})
+    assert config.agent("assistant").tools == ["travel"]
+    assert (
+        error_of({"a2a_agents": [agent()], "agents": [{"id": "travel"}]}) == "agents.0.id: travel is also a server id"
+    )

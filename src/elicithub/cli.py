@@ -124,6 +124,8 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
             f"  slack       POST /slack/events, agent {slack.agent}, mapped Slack users: {len(slack.users)}, "
             f"secrets from ${slack.bot_token_env} and ${slack.signing_secret_env}"
         )
+    for agent in loaded.a2a_agents:
+        typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
 
 
 def main() -> None:

@@ -98,14 +98,29 @@ class ToolConfig(_Strict):
     input_schema: dict[str, Any] = {"type": "object"}
 
 
-class McpServerConfig(_Strict):
+class ServiceConfig(_Strict):
+    """What every downstream service (MCP server, A2A agent) has: its id, name, and how the hub gets a credential."""
+
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
     name: str | None = None  # how people see the service ("Tracker"); defaults to the id, capitalised
     url: str | None = None
-    command: list[str] | None = None
     credential_scope: Literal["none", "project", "user"] = "none"
     credential_env: str | None = None  # project scope: the environment variable holding the shared token
     oauth: OAuthConfig | None = None
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id[:1].upper() + self.id[1:]
+
+    def _check_credentials(self) -> None:
+        if self.url is not None and not re.match(r"^https?://", self.url):
+            raise ValueError("url: must be an http(s) URL")
+        if self.credential_scope == "project" and not self.credential_env:
+            raise ValueError("credential_env: is required when credential_scope is project")
+
+
+class McpServerConfig(ServiceConfig):
+    command: list[str] | None = None
     tools: list[ToolConfig] = []
     # Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
     # legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create).
@@ -115,19 +130,24 @@ class McpServerConfig(_Strict):
     def _one_transport(self) -> McpServerConfig:
         if (self.url is None) == (self.command is None):
             raise ValueError("give exactly one of url (streamable HTTP) or command (stdio)")
-        if self.url is not None and not re.match(r"^https?://", self.url):
-            raise ValueError("url: must be an http(s) URL")
         if self.command is not None and not self.command:
             raise ValueError("command: must not be empty")
-        if self.credential_scope == "project" and not self.credential_env:
-            raise ValueError("credential_env: is required when credential_scope is project")
+        self._check_credentials()
         if self.credential_scope == "user" and self.url is None:
             raise ValueError("credential_scope: user needs a url (OAuth protects HTTP servers, not stdio)")
         return self
 
-    @property
-    def display_name(self) -> str:
-        return self.name or self.id[:1].upper() + self.id[1:]
+
+class A2aAgentConfig(ServiceConfig):
+    """A downstream A2A agent: one tool `ID.send_message`, described from the agent card found at `url`."""
+
+    url: str
+    timeout_s: float = Field(default=120, gt=0)  # one request to the agent (its work between two questions)
+
+    @model_validator(mode="after")
+    def _http_url(self) -> A2aAgentConfig:
+        self._check_credentials()
+        return self
 
 
 class AgentConfig(_Strict):
@@ -186,6 +206,7 @@ class Config(_Strict):
     conversations: ConversationsConfig = ConversationsConfig()
     limits: LimitsConfig = LimitsConfig()
     mcp_servers: list[McpServerConfig] = []
+    a2a_agents: list[A2aAgentConfig] = []
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]
     secrets: SecretsConfig = SecretsConfig()
     demo: DemoConfig = DemoConfig()
@@ -197,6 +218,11 @@ class Config(_Strict):
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             if dupes:
                 raise ValueError(f"{field}: duplicate id {', '.join(dupes)}")
+        agents = [a.id for a in self.a2a_agents]
+        # An agent's id is its tools' prefix, so it may name neither another agent nor an MCP server.
+        clashes = sorted({i for i in agents if agents.count(i) > 1 or self.server(i) is not None})
+        if clashes:
+            raise ValueError(f"a2a_agents: id {', '.join(clashes)} is already taken")
         tokens = [u.token for u in self.users]
         if len(set(tokens)) != len(tokens):
             raise ValueError("users: two users share a token")
@@ -211,7 +237,9 @@ class Config(_Strict):
             raise ValueError("agents: duplicate id")
         if not agents:
             raise ValueError("agents: at least one agent is needed")
-        servers = {s.id for s in self.mcp_servers} | (set(DEMO_SERVER_IDS) if self.demo.enabled else set())
+        servers = {s.id for s in [*self.mcp_servers, *self.a2a_agents]} | (
+            set(DEMO_SERVER_IDS) if self.demo.enabled else set()
+        )
         for index, agent in enumerate(self.agents):
             if agent.id in servers:
                 raise ValueError(f"agents.{index}.id: {agent.id} is also a server id")
@@ -236,6 +264,10 @@ class Config(_Strict):
 
     def server(self, server_id: str) -> McpServerConfig | None:
         return next((s for s in self.mcp_servers if s.id == server_id), None)
+
+    def service(self, service_id: str) -> ServiceConfig | None:
+        """The MCP server or A2A agent a sign-in is for."""
+        return self.server(service_id) or next((a for a in self.a2a_agents if a.id == service_id), None)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:

@@ -22,7 +22,7 @@ from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_serv
 from mcp_types import LATEST_PROTOCOL_VERSION
 from pydantic import ValidationError
 
-from elicithub.config import McpServerConfig
+from elicithub.config import ServiceConfig
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ async def probe(http: httpx2.AsyncClient, url: str) -> Challenge:
         return Challenge(reachable=False)
 
 
-async def discover(server: McpServerConfig) -> AuthServer:
+async def discover(server: ServiceConfig) -> AuthServer:
     """The authorization server of `server`, with the resource and scope to ask it for."""
     assert server.url is not None
     configured = " ".join(server.oauth.scopes) if server.oauth and server.oauth.scopes else None

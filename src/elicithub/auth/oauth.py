@@ -17,7 +17,7 @@ from mcp.client.auth.utils import union_scopes
 
 from elicithub.auth.discovery import AuthServer, OAuthProblem, discover
 from elicithub.auth.vault import ClientRegistration, Credential, Vault
-from elicithub.config import McpServerConfig, OAuthConfig
+from elicithub.config import OAuthConfig, ServiceConfig
 
 __all__ = ["AuthServer", "Authorization", "OAuthClient", "OAuthProblem"]
 
@@ -70,7 +70,7 @@ class OAuthClient:
     def _http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(timeout=15, follow_redirects=False)
 
-    async def auth_server(self, server: McpServerConfig) -> AuthServer:
+    async def auth_server(self, server: ServiceConfig) -> AuthServer:
         cached = self._servers.get(server.id)
         if cached is not None and time.monotonic() - cached[0] < _METADATA_TTL_S:
             return cached[1]
@@ -78,7 +78,7 @@ class OAuthClient:
         self._servers[server.id] = (time.monotonic(), found)
         return found
 
-    async def _discover(self, server: McpServerConfig) -> AuthServer:
+    async def _discover(self, server: ServiceConfig) -> AuthServer:
         oauth = server.oauth
         if oauth is not None and oauth.authorization_endpoint and oauth.token_endpoint:
             scopes = " ".join(oauth.scopes) if oauth.scopes else None
@@ -86,7 +86,7 @@ class OAuthClient:
             return AuthServer(issuer, oauth.authorization_endpoint, oauth.token_endpoint, None, server.url, scopes)
         return await discover(server)
 
-    async def registration(self, server: McpServerConfig, found: AuthServer) -> ClientRegistration:
+    async def registration(self, server: ServiceConfig, found: AuthServer) -> ClientRegistration:
         """The configured client; else the hub's client ID metadata document where the server takes one; else the
         client registered before (if registered for the scope wanted now); else register now (RFC 7591)."""
         if server.oauth is not None and server.oauth.client_id is not None:
@@ -142,7 +142,7 @@ class OAuthClient:
             timeout=15,
         )
 
-    async def authorization(self, server: McpServerConfig, state: str, *, scope: str | None = None) -> Authorization:
+    async def authorization(self, server: ServiceConfig, state: str, *, scope: str | None = None) -> Authorization:
         """Where to send the person to sign in; `scope` asks for more than the server's usual (a step-up)."""
         found = await self.auth_server(server)
         if scope:
@@ -156,7 +156,7 @@ class OAuthClient:
             )
         return Authorization(url, verifier)
 
-    async def exchange(self, server: McpServerConfig, code: str, code_verifier: str) -> Credential:
+    async def exchange(self, server: ServiceConfig, code: str, code_verifier: str) -> Credential:
         found = await self.auth_server(server)
         client = await self.registration(server, found)
         extra = _token_params(client, found)
@@ -173,7 +173,7 @@ class OAuthClient:
                 raise OAuthProblem(f"{server.display_name} did not accept the sign-in ({_oauth_error(exc)}).") from None
         return _credential(token)
 
-    async def refresh(self, server: McpServerConfig, credential: Credential) -> Credential:
+    async def refresh(self, server: ServiceConfig, credential: Credential) -> Credential:
         assert credential.refresh_token is not None
         found = await self.auth_server(server)
         client = await self.registration(server, found)

@@ -95,7 +95,7 @@ async def connect(request: Request, t: str = "") -> Response:
         return _page(404, "This link does not work", "There is no such sign-in request.")
     if elicitation.state is not State.PENDING or elicitation.expires_at <= utcnow():
         return _finished(elicitation)
-    server = hub.config.server(str(elicitation.context.get("serverId")))
+    server = hub.config.service(str(elicitation.context.get("serverId")))
     if server is None or server.credential_scope != "user":
         return _page(404, "This link does not work", "The service of this sign-in request is not configured.")
     if single_use and not await hub.link_tickets.take(link.once):
@@ -144,7 +144,7 @@ async def callback(
     if user is not None and user != sign_in.user_id:
         return _page(403, "Not your sign-in", "This sign-in belongs to another person's conversation.")
     elicitation = await hub.store.get(sign_in.elicitation_id)
-    server = hub.config.server(sign_in.server_id)
+    server = hub.config.service(sign_in.server_id)
     if elicitation is None or server is None:
         return _page(404, "Sign-in failed", "There is no such sign-in request.")
     if elicitation.state is not State.PENDING or elicitation.expires_at <= utcnow():

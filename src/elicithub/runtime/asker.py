@@ -49,6 +49,11 @@ class Asker:
         resume, self._resume = self._resume, None
         return resume
 
+    def forget_earlier(self) -> None:
+        """The call went past where it was interrupted: the questions it asks from now on are new ones, even when
+        they read like one asked before (a downstream task that asks the same again in a later round)."""
+        self._earlier.clear()
+
     async def ask(
         self,
         elicitations: list[Elicitation],

@@ -33,6 +33,7 @@ from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.surfaces.slack import SlackSurface
+from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
@@ -102,9 +103,12 @@ class Hub:
             gate,
             self.backend.secrets,
         )
+        self.a2a_http = a2a_client()
+        a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
         delegations = [DelegateTrigger(agent, self.backend.runs) for agent in config.agents]
         self.tools = ToolRouter(
-            [*mcp_triggers(config.mcp_servers, shared), *delegations], {a.id: a.tools for a in config.agents}
+            [*mcp_triggers(config.mcp_servers, shared), *a2a_triggers(config.a2a_agents, a2a), *delegations],
+            {a.id: a.tools for a in config.agents},
         )
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         for delegation in delegations:
@@ -175,6 +179,7 @@ class Hub:
         await self.broker.close()
         await self.tools.close()
         await self.http.aclose()
+        await self.a2a_http.aclose()
         if self._demo is not None:
             await self._demo.aclose()
         await self.backend.close()

@@ -14,7 +14,7 @@ from mcp.client.auth.utils import union_scopes
 from elicithub.auth.links import LinkSigner
 from elicithub.auth.oauth import OAuthClient, OAuthProblem
 from elicithub.auth.vault import Credential, Vault
-from elicithub.config import McpServerConfig
+from elicithub.config import ServiceConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_elicitation
 from elicithub.runtime.tools import CallContext
@@ -31,7 +31,7 @@ class CredentialRefused(Exception):
     """No credential, and none coming: the message is the tool error the model sees."""
 
 
-def needs_connection(server: McpServerConfig, tool: str) -> str:
+def needs_connection(server: ServiceConfig, tool: str) -> str:
     return (
         f"Tool {server.id}.{tool} requires user authentication. The user needs to connect their "
         f"{server.display_name} account before this tool can be used."
@@ -54,7 +54,7 @@ class CredentialGate:
 
     async def authorization(
         self,
-        server: McpServerConfig,
+        server: ServiceConfig,
         tool: str,
         context: CallContext,
         *,
@@ -88,7 +88,7 @@ class CredentialGate:
             credential = await self._connect(server, tool, context, user_id)
         return f"Bearer {credential.access_token}"
 
-    async def usable(self, server: McpServerConfig, user_id: str) -> Credential | None:
+    async def usable(self, server: ServiceConfig, user_id: str) -> Credential | None:
         """The stored credential, refreshed first when it is about to expire; None when there is none that works."""
         credential = await self.vault.credential(server.id, user_id)
         if credential is None or not _expiring(credential):
@@ -112,7 +112,7 @@ class CredentialGate:
             return refreshed
 
     async def _connect(
-        self, server: McpServerConfig, tool: str, context: CallContext, user_id: str, *, scope: str | None = None
+        self, server: ServiceConfig, tool: str, context: CallContext, user_id: str, *, scope: str | None = None
     ) -> Credential:
         about: dict[str, object] = {"trigger": "credential_required", "serverId": server.id, "toolName": tool}
         message = f"{server.display_name} requires authentication. Connect your account to continue."

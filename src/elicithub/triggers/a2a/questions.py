@@ -1,0 +1,174 @@
+"""A downstream task's question (input-required or auth-required) as the hub's own elicitations, and the answer back.
+
+Hub to hub, the other hop sends each question as a data part `{"elicitation": <elicitation-request event>}`: we ask
+it with its schema and message under an id of our own, and answer with its id. Any other agent asks in words: a
+one-field form (input-required) or the link it sends (auth-required).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from a2a.helpers import get_data_parts, get_message_text, get_url_parts, new_data_part, new_text_part
+from a2a.types import Message, Part, Role, Task, TaskState
+
+from elicithub.config import A2aAgentConfig
+from elicithub.core.broker import Resolution
+from elicithub.core.elicitation import Elicitation, new_elicitation, utcnow
+from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.runtime.tools import CallContext
+
+PLAIN = "answer"
+"""The key (and the one field) of a question asked in words."""
+
+_LINK = re.compile(r"https?://[^\s<>\"')\]]+")
+
+
+class Refused(Exception):
+    """A question the hub cannot ask; the message is the tool error the model sees."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of a downstream task's questions: keyed by the other hop's elicitation id (hub to hub), else by
+    `PLAIN`; `remote` says the answer goes back as `elicitationResponse` data parts rather than as text."""
+
+    keys: list[str]
+    elicitations: list[Elicitation]
+    remote: bool
+
+
+def status_text(task: Task) -> str:
+    return get_message_text(task.status.message).strip() if task.status.HasField("message") else ""
+
+
+def _remote_events(task: Task) -> list[dict[str, Any]]:
+    parts = task.status.message.parts if task.status.HasField("message") else []
+    found = [d["elicitation"] for d in get_data_parts(parts) if isinstance(d, dict) and "elicitation" in d]
+    return [e for e in found if isinstance(e, dict) and isinstance(e.get("elicitationId"), str)]
+
+
+def whole_numbers(value: Any) -> Any:
+    """A data part's numbers are doubles on the wire (`google.protobuf.Value`): 3.0 comes back as the 3 it was."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value
+
+
+def _link(task: Task) -> str | None:
+    """Where the agent wants the person to sign in: a url part, a data part's `url`, else the first link in its text."""
+    parts = list(task.status.message.parts) if task.status.HasField("message") else []
+    data_urls = [d.get("url") for d in get_data_parts(parts) if isinstance(d, dict)]
+    candidates = [
+        *get_url_parts(parts),
+        *[u for u in data_urls if isinstance(u, str)],
+        *[u.rstrip(".,;:!?") for u in _LINK.findall(status_text(task))],  # not the sentence's full stop
+    ]
+    return next((u for u in candidates if _is_http(u)), None)
+
+
+def _is_http(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout_s: float) -> Round:
+    """The hub's questions for a task waiting in input-required or auth-required."""
+    if not context.can_ask or context.user_id is None:
+        raise Refused(
+            f"The A2A agent {agent.id} needs input from the user ({status_text(task)!r}), but this chat client cannot "
+            "show questions. Ask again from a signed-in client that sends x-supports-elicitation: true."
+        )
+    common: dict[str, Any] = {
+        "conversation_id": context.conversation_id,
+        "user_id": context.user_id,
+        "run_id": context.run_id,
+        "timeout_s": timeout_s,
+        "context": {"trigger": "a2a_input_required", "agentId": agent.id, "taskId": task.id},
+    }
+    events = _remote_events(task)
+    if events:
+        return Round([e["elicitationId"] for e in events], [_from_event(e, agent, common) for e in events], True)
+    text = status_text(task)
+    if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED:
+        url = _link(task)
+        if url is None:
+            raise Refused(f"The A2A agent {agent.id} asked for authentication without a link to sign in with.")
+        message = text or f"{agent.display_name} requires authentication. Sign in to continue."
+        return Round([PLAIN], [new_elicitation(mode="url", url=url, message=message, **common)], False)
+    message = text or f"{agent.display_name} needs more input."
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "title": message}},
+        "required": ["answer"],
+    }
+    return Round([PLAIN], [new_elicitation(mode="form", requested_schema=schema, message=message, **common)], False)
+
+
+def _deadline(event: dict[str, Any], timeout_s: float) -> float:
+    """Our deadline, or the other hop's when it comes first: an answer after it would find its question gone."""
+    expires = event.get("expiresAt")
+    try:
+        remaining = (datetime.fromisoformat(str(expires)) - utcnow()).total_seconds()
+    except (ValueError, TypeError):
+        return timeout_s
+    return max(1.0, min(timeout_s, remaining))
+
+
+def _from_event(event: dict[str, Any], agent: A2aAgentConfig, common: dict[str, Any]) -> Elicitation:
+    common = {**common, "timeout_s": _deadline(event, common["timeout_s"])}
+    message = str(event.get("message") or f"{agent.display_name} needs more input.")
+    if event.get("mode") == "url":
+        url = event.get("url")
+        if not isinstance(url, str) or not _is_http(url):
+            raise Refused(f"The A2A agent {agent.id} asked the user to open a link that is not http(s).")
+        return new_elicitation(mode="url", url=url, message=message, **common)
+    schema = whole_numbers(event.get("requestedSchema"))
+    try:
+        validate_requested_schema(schema)
+    except SchemaError as exc:
+        raise Refused(f"The A2A agent {agent.id} asked an invalid question: {exc}") from None
+    return new_elicitation(mode="form", requested_schema=schema, message=message, **common)
+
+
+_ACTIONS = {"accepted": "accept", "declined": "decline"}
+
+
+def answer_message(task: Task, round_: Round, resolutions: dict[str, Resolution | None]) -> Message | None:
+    """The message that answers the round on the same task and context; None when the task is to be cancelled.
+
+    Another hub hears a decline (its agent decides what then); a question asked in words has no way to say no. A
+    question cancelled (the person moved on) or expired ends the task either way."""
+    parts: list[Part] = []
+    for key in round_.keys:
+        resolution = resolutions.get(key)
+        if resolution is None or resolution.outcome not in _ACTIONS:
+            return None
+        if not round_.remote:
+            if resolution.outcome != "accepted":
+                return None
+            if resolution.content is not None:
+                parts.append(new_text_part(str(resolution.content.get(PLAIN, ""))))
+            continue
+        response: dict[str, Any] = {"elicitationId": key, "action": _ACTIONS[resolution.outcome]}
+        if resolution.outcome == "accepted" and resolution.content is not None:
+            response["content"] = resolution.content
+        parts.append(new_data_part({"elicitationResponse": response}))
+    if not parts:
+        return None
+    return Message(
+        role=Role.ROLE_USER,
+        parts=parts,
+        message_id=str(uuid.uuid4()),
+        task_id=task.id,
+        context_id=task.context_id,
+    )
