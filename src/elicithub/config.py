@@ -159,7 +159,7 @@ class AgentConfig(_Strict):
 
 
 DEFAULT_AGENT = "assistant"
-DEMO_SERVER_IDS = ("tracker", "deploy", "release")
+DEMO_SERVER_IDS = ("tracker", "deploy", "release", "travel")
 
 
 class SecretsConfig(_Strict):

@@ -9,17 +9,19 @@ import os
 import socket
 import time
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.vault import Vault
-from elicithub.config import Config, McpServerConfig
+from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import demo_entries, demo_urls
+from elicithub.demo.launcher import DEMO_AGENTS, demo_a2a_entries, demo_entries, demo_urls
+from elicithub.demo.tracker import base_url
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
@@ -63,16 +65,10 @@ class Hub:
         keys: Keys | None = None,
         instance: str | None = None,
     ) -> None:
-        self._demo_ports: tuple[int, int, int] | None = None
+        self._demo_ports: tuple[int, int, int, int] | None = None
         self._demo: contextlib.AsyncExitStack | None = None
         if config.demo.enabled:
-            # The demo servers start with the hub; their ports are chosen now so the bridge knows their URLs.
-            self._demo_ports = (_free_port(), _free_port(), _free_port())
-            entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports))
-            demo_servers = [McpServerConfig.model_validate(e) for e in entries]
-            taken = {s.id for s in config.mcp_servers}
-            servers = [*[s for s in demo_servers if s.id not in taken], *config.mcp_servers]
-            config = config.model_copy(update={"mcp_servers": servers})
+            config = self._with_demo(config)
         self.config = config
         self.instance = instance or os.environ.get("ELICITHUB_INSTANCE") or new_id("hub")
         self.keys = keys if keys is not None else load_keys(config.secrets)
@@ -153,15 +149,31 @@ class Hub:
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
 
+    def _with_demo(self, config: Config) -> Config:
+        """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents. Their
+        ports are chosen now so the bridge knows their URLs; a configured id takes precedence over a demo one."""
+        self._demo_ports = (_free_port(), _free_port(), _free_port(), _free_port())
+        entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports[:3]))
+        taken = {s.id for s in config.mcp_servers} | {a.id for a in config.a2a_agents}
+        servers = [*[McpServerConfig.model_validate(e) for e in entries if e["id"] not in taken], *config.mcp_servers]
+        travel = demo_a2a_entries(base_url(DEMO_HOST, self._demo_ports[3]))
+        a2a = [*[A2aAgentConfig.model_validate(e) for e in travel if e["id"] not in taken], *config.a2a_agents]
+        update: dict[str, Any] = {"mcp_servers": servers, "a2a_agents": a2a}
+        if config.agents == Config().agents and "travel" not in taken:
+            update["agents"] = [AgentConfig.model_validate(a) for a in DEMO_AGENTS]
+        return config.model_copy(update=update)
+
     async def start(self) -> None:
         await self.broker.start()
         if self._demo_ports is not None:
             from elicithub.demo.launcher import start_demo
 
             self._demo = contextlib.AsyncExitStack()
-            tracker, deploy, release = self._demo_ports
+            tracker, deploy, release, travel = self._demo_ports
             await self._demo.enter_async_context(
-                start_demo(DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release)
+                start_demo(
+                    DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release, travel_port=travel
+                )
             )
             log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
         await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
