@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
@@ -147,13 +147,16 @@ async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
 async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServer, redis_url: str) -> None:
     store = RedisStore(redis_url)
     try:
-        old = [make() for _ in range(1203)]
+        # Deadlines from now: one long past (NOW is a fixed date) gets a one-second safety-net expiry, and a slow
+        # machine putting 1203 of them would see some vanish before they are resolved.
+        now = datetime.now(UTC)
+        old = [make(created_at=now, expires_at=now + timedelta(minutes=10)) for _ in range(1203)]
         async with anyio.create_task_group() as group:
             for e in old:
                 group.start_soon(store.put, e)
         for e in old:
-            assert await store.transition(e.id, State.EXPIRED, None, NOW - timedelta(hours=2))
-        assert await store.purge(NOW - timedelta(hours=1)) == len(old)
+            assert await store.transition(e.id, State.EXPIRED, None, now - timedelta(hours=2))
+        assert await store.purge(now - timedelta(hours=1)) == len(old)
         with redis_server.client() as client:
             assert client.keys("*") == []
     finally:
