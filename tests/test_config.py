@@ -225,6 +225,7 @@ def test_slack_section_names_its_bad_keys() -> None:
     assert error_of({"slack": {"bot_token": "xoxb-1"}}) == "slack.bot_token: unknown key"
     assert "slack.users: 'alice' is not a Slack user id" in error_of({"slack": {"users": {"alice": "alice"}}})
     assert error_of({"slack": {"api_url": "slack.com"}}).startswith("slack.api_url:")
+    assert error_of({"slack": {"agent": "nobody"}}) == "slack.agent: no agent nobody"
 
 
 def agent(**fields: Any) -> dict[str, Any]:

@@ -231,7 +231,7 @@ class Config(_Strict):
 
     def _check_agents(self) -> None:
         """Agent ids are unique and differ from tool ids; every tool an agent names exists; no agent delegates to
-        itself, directly or through others."""
+        itself, directly or through others; the Slack app's agent exists."""
         agents = {a.id: a for a in self.agents}
         if len(agents) != len(self.agents):
             raise ValueError("agents: duplicate id")
@@ -256,6 +256,8 @@ class Config(_Strict):
 
         for agent_id in agents:
             reaches(agent_id, (agent_id,))
+        if self.slack is not None and self.slack.agent not in agents:
+            raise ValueError(f"slack.agent: no agent {self.slack.agent}")
 
     def agent(self, agent_id: str | None) -> AgentConfig:
         """The agent of that id; the first agent (the default) when the id names none (clients often send a fixed

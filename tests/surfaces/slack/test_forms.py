@@ -12,7 +12,7 @@ import httpx
 
 from elicithub.core.elicitation import State
 from elicithub.surfaces.slack.records import conversation_for
-from tests.conftest import free_port
+from tests.conftest import McpProcess, free_port
 from tests.surfaces.slack.conftest import ALICE, BOB, CHANNEL, EVE, SlackHub, slack_config, submission
 from tests.surfaces.slack.standin import TEAM, Message, SlackStandIn
 
@@ -168,3 +168,31 @@ def test_no_run_without_a_hub_user(slack_hub: SlackHub, standin: SlackStandIn) -
     assert note["user"] == EVE and note["thread_ts"] == thread and "not linked" in note["text"]
     assert standin.in_thread(thread) == []
     assert httpx.get(f"{slack_hub.url}/healthz").json()["runs"] == 0
+
+
+def test_a_delegated_agents_question_is_asked_and_answered_in_the_thread(
+    slack_env: None, standin: SlackStandIn, tmp_path: Path, mrtr_server: McpProcess
+) -> None:
+    port = free_port()
+    config = slack_config(
+        tmp_path,
+        port,
+        standin,
+        mcp_servers=[{"id": "mrtr", "url": mrtr_server.url}],
+        agents=[{"id": "assistant", "tools": ["researcher"]}, {"id": "researcher", "tools": ["mrtr"]}],
+    )
+    hub = SlackHub(config, port, standin)
+    try:
+        inner = '/call mrtr.provision {"name": "ledger"}'
+        thread = hub.say(ALICE, "/call researcher.delegate " + json.dumps({"message": inner}))
+        question = question_in(standin, thread)
+        assert question.text == "Which region should ledger live in?"
+        assert "(from assistant → researcher)" in question.context()
+        hub.press(ALICE, question, "elicithub.answer")
+        view: dict[str, Any] = standin.wait(lambda: standin.views[-1] if standin.views else None)
+        assert hub.submit(ALICE, view, {"Region": "eu-west-1"}) == {}
+        standin.wait(lambda: "Answered" in question.context() and not question.buttons())
+        reply = standin.wait(lambda: replies_after(standin, thread, question))
+        assert reply[0].text == "Provisioned ledger in eu-west-1."
+    finally:
+        hub.stop()

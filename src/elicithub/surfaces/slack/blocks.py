@@ -46,8 +46,11 @@ def _button(text: str, action_id: str, value: str, style: str | None = None) -> 
     return button
 
 
-def question_message(elicitation_id: str, mode: str, message: str, slack_user: str) -> tuple[str, list[Block]]:
-    """The thread message of an open question. A sign-in shows no link here: the link reaches its person privately."""
+def question_message(
+    elicitation_id: str, mode: str, message: str, slack_user: str, agents: list[str] | None = None
+) -> tuple[str, list[Block]]:
+    """The thread message of an open question. A sign-in shows no link here: the link reaches its person privately.
+    A delegated agent's question says which agents it came through (`agents`, outermost first)."""
     if mode == "url":
         note = f"Only <@{slack_user}> can connect; the link was sent to them privately."
         buttons = [_button("Connect", CONNECT, elicitation_id, "primary"), _button("Decline", DECLINE, elicitation_id)]
@@ -58,6 +61,8 @@ def question_message(elicitation_id: str, mode: str, message: str, slack_user: s
             _button("Decline", DECLINE, elicitation_id),
             _button("Cancel", CANCEL, elicitation_id),
         ]
+    if agents and len(agents) > 1:
+        note += f" (from {escape(' → '.join(agents))})"
     blocks: list[Block] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]},

@@ -58,7 +58,11 @@ class Questions:
         """Post a question in its thread once (a resumed run shows its questions again: they are there already)."""
         if await self.records.question(elicitation.id) is not None:
             return
-        text, shown = blocks.question_message(elicitation.id, elicitation.mode, elicitation.message, thread.slack_user)
+        path = elicitation.context.get("agentPath")
+        agents = [str(a) for a in path] if isinstance(path, list) else None
+        text, shown = blocks.question_message(
+            elicitation.id, elicitation.mode, elicitation.message, thread.slack_user, agents
+        )
         posted = await self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, text=text, blocks=shown
         )
