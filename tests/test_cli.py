@@ -68,6 +68,16 @@ def test_config_check_on_a_good_file_prints_what_it_found(tmp_path: Path) -> Non
     assert result.stderr == ""
 
 
+def test_config_check_shows_the_slack_app(tmp_path: Path) -> None:
+    path = write(tmp_path, "slack: {users: {U012ABC: alice}, bot_token_env: BOT}\n")
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "  slack       POST /slack/events, agent assistant, mapped Slack users: 1, "
+        "secrets from $BOT and $SLACK_SIGNING_SECRET"
+    ) in result.stdout.splitlines()
+
+
 def test_config_check_on_an_empty_file_shows_the_defaults(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(write(tmp_path, ""))])
     assert result.exit_code == 0, result.output

@@ -217,6 +217,16 @@ def test_errors_from_a_file_name_the_key_path(tmp_path: Path) -> None:
     assert str(excinfo.value) == "mcp_servers[0].colour: unknown key"
 
 
+def test_slack_section_names_its_bad_keys() -> None:
+    config = parse_config({"slack": {"users": {"U012ABC": "alice"}}})
+    assert config.slack is not None and config.slack.bot_token_env == "SLACK_BOT_TOKEN"
+    assert config.slack.api_url == "https://slack.com/api/" and config.slack.agent == "assistant"
+    assert parse_config({}).slack is None
+    assert error_of({"slack": {"bot_token": "xoxb-1"}}) == "slack.bot_token: unknown key"
+    assert "slack.users: 'alice' is not a Slack user id" in error_of({"slack": {"users": {"alice": "alice"}}})
+    assert error_of({"slack": {"api_url": "slack.com"}}).startswith("slack.api_url:")
+
+
 def agent(**fields: Any) -> dict[str, Any]:
     return {"id": "travel", "url": "http://127.0.0.1:9300", **fields}
 

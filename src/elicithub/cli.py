@@ -118,6 +118,12 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
                 f"              {server.id} has no tools: list; unless it lists them without a token, "
                 "the first person to chat connects their account before the model sees its tools"
             )
+    if loaded.slack is not None:
+        slack = loaded.slack
+        typer.echo(
+            f"  slack       POST /slack/events, agent {slack.agent}, mapped Slack users: {len(slack.users)}, "
+            f"secrets from ${slack.bot_token_env} and ${slack.signing_secret_env}"
+        )
     for agent in loaded.a2a_agents:
         typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
 

@@ -159,7 +159,7 @@ class AgentConfig(_Strict):
 
 
 DEFAULT_AGENT = "assistant"
-DEMO_SERVER_IDS = ("tracker", "deploy", "release")
+DEMO_SERVER_IDS = ("tracker", "deploy", "release", "travel")
 
 
 class SecretsConfig(_Strict):
@@ -176,6 +176,26 @@ class DemoConfig(_Strict):
     dev_user: str = Field(default="dev", min_length=1)
 
 
+class SlackConfig(_Strict):
+    """The Slack app surface: secrets come from the environment, never from the config file."""
+
+    bot_token_env: str = Field(default="SLACK_BOT_TOKEN", min_length=1)
+    signing_secret_env: str = Field(default="SLACK_SIGNING_SECRET", min_length=1)
+    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://[^/\s]+")  # tests use a stand-in
+    users: dict[str, str] = {}  # Slack user id -> hub user id; anyone else is told they cannot use the app
+    agent: str = Field(default="assistant", min_length=1)
+
+    @field_validator("users")
+    @classmethod
+    def _slack_ids(cls, users: dict[str, str]) -> dict[str, str]:
+        for slack_id, user_id in users.items():
+            if not re.match(r"^[A-Z0-9]+$", slack_id):
+                raise ValueError(f"{slack_id!r} is not a Slack user id (like U012ABC)")
+            if not user_id:
+                raise ValueError(f"{slack_id}: the hub user must not be empty")
+        return users
+
+
 class Config(_Strict):
     public_url: str = Field(default="http://127.0.0.1:8700", pattern=r"^https?://[^/\s]+")
     store: StoreConfig = StoreConfig()
@@ -190,6 +210,7 @@ class Config(_Strict):
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]
     secrets: SecretsConfig = SecretsConfig()
     demo: DemoConfig = DemoConfig()
+    slack: SlackConfig | None = None
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Config:

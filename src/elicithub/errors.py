@@ -65,6 +65,12 @@ class KeyUnusable(HubError):
     code = "key_unusable"
 
 
+class SlackUnusable(HubError):
+    """The Slack surface cannot start: a secret its config names is not in the environment."""
+
+    code = "slack_unusable"
+
+
 class StoreUnsupported(HubError):
     """A store URL names no backend this hub has."""
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from elicithub.auth.keys import Keys, KeyUnusable, load_keys
-from elicithub.auth.links import BadLink, LinkSigner
+from elicithub.auth.links import BadLink, LinkSigner, LinkTickets
 from elicithub.auth.vault import Credential, SignIn, Vault
 from elicithub.config import SecretsConfig
 from elicithub.core.ports import Backend, SecretStore
@@ -91,6 +91,17 @@ def test_link_tokens_are_opaque_bound_and_short_lived() -> None:
         signer.verify(token[:-2] + ("AA" if token[-2:] != "AA" else "BB"), max_age_s=60)
     with pytest.raises(BadLink):
         signer.verify("", max_age_s=60)
+
+
+@pytest.mark.anyio
+async def test_a_single_use_link_carries_its_ticket_and_the_ticket_is_taken_once(kv: SecretStore) -> None:
+    signer, tickets = LinkSigner(Keys.generate()), LinkTickets(kv)
+    ticket = await tickets.issue(ttl_s=60)
+    link = signer.verify(signer.sign("eli_abc", "alice", once=ticket), max_age_s=60)
+    assert link.once == ticket and link.for_user("alice", signer)
+    assert signer.verify(signer.sign("eli_abc", "alice"), max_age_s=60).once is None
+    assert await tickets.take(ticket) and not await tickets.take(ticket)
+    assert not await tickets.take("never-issued")
 
 
 def access_line(path: str) -> str:

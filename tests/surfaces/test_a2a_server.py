@@ -20,6 +20,7 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -243,3 +244,33 @@ def test_0_3_method_names_are_accepted(hub: RunningHub) -> None:
     headers = {"authorization": f"Bearer {token('alice')}"}
     result = httpx.post(f"{hub.url}/a2a", json=body, headers=headers, timeout=30).json()["result"]
     assert result["status"]["state"] == "input-required"
+
+
+def test_a_task_can_be_followed_from_another_hub_sharing_the_store(make_hub: Any) -> None:
+    first, second = make_hub(), make_hub()  # one SQLite store, one master key
+
+    async def go() -> list[str]:
+        async with a2a_client(first) as here, a2a_client(second, streaming=True) as there:
+            task = await task_of(here, message(PROVISION))
+            seen: list[str] = []
+            snapshot = asyncio.Event()
+
+            async def follow() -> None:
+                async for event in there.subscribe(SubscribeToTaskRequest(id=task.id)):
+                    kind = event.WhichOneof("payload")
+                    if kind == "artifact_update":
+                        seen.append("artifact:" + get_artifact_text(event.artifact_update.artifact))
+                        continue
+                    status = event.task.status if kind == "task" else event.status_update.status
+                    seen.append(TaskState.Name(status.state))
+                    snapshot.set()
+
+            following = asyncio.create_task(follow())
+            await asyncio.wait_for(snapshot.wait(), 30)
+            await send(here, answer(task, content={"region": "eu-west-1"}))
+            await asyncio.wait_for(following, 30)
+            return seen
+
+    seen = asyncio.run(go())
+    assert seen[0] == "TASK_STATE_INPUT_REQUIRED" and seen[-1] == "TASK_STATE_COMPLETED"
+    assert "artifact:Provisioned orders in eu-west-1." in seen

@@ -6,6 +6,7 @@ the page is opened with no cookie and no bearer token: the demo signs its dev us
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -246,3 +247,18 @@ def consent(page: Page, prompt: Locator, decision: str) -> str | None:
         return None
     popup.close()
     return text
+
+
+def test_the_demo_planner_delegates_to_the_travel_a2a_agent_whose_question_reaches_the_page(
+    demo: DemoHub, context: BrowserContext
+) -> None:
+    page = open_demo(context, demo)
+    book = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})
+    say(page, "/call planner.delegate " + json.dumps({"message": book}))
+    prompt = page.locator(".prompt", has_text="Which city are you flying from?")
+    expect(prompt.locator(".prompt-source")).to_have_text("Asked by assistant → planner · travel")
+    prompt.get_by_role("textbox").fill("Porto")
+    prompt.get_by_role("button", name="Submit").click()
+    result = page.locator(".message.assistant > .text", has_text="Booked a flight")
+    expect(result).to_have_text("Booked a flight from Porto for: Lisbon on Friday.")
+    expect_closed(prompt, "accepted")

@@ -6,11 +6,13 @@ import base64
 import hashlib
 import hmac
 import json
+import secrets
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken
 
 from elicithub.auth.keys import Keys
+from elicithub.core.ports import SecretStore
 
 
 class BadLink(Exception):
@@ -21,6 +23,8 @@ class BadLink(Exception):
 class Link:
     elicitation_id: str
     user_tag: str
+    once: str | None = None
+    """A single-use ticket: a link handed privately to its person (in Slack) stands in for their hub session, once."""
 
     def for_user(self, user_id: str | None, keys: LinkSigner) -> bool:
         return user_id is not None and hmac.compare_digest(self.user_tag, keys.user_tag(user_id))
@@ -36,13 +40,35 @@ class LinkSigner:
     def user_tag(self, user_id: str) -> str:
         return hmac.new(self._tag_key, user_id.encode(), hashlib.sha256).hexdigest()[:32]
 
-    def sign(self, elicitation_id: str, user_id: str) -> str:
-        payload = json.dumps({"e": elicitation_id, "u": self.user_tag(user_id)}, separators=(",", ":"))
+    def sign(self, elicitation_id: str, user_id: str, once: str | None = None) -> str:
+        data = {"e": elicitation_id, "u": self.user_tag(user_id)}
+        if once is not None:
+            data["o"] = once
+        payload = json.dumps(data, separators=(",", ":"))
         return self._fernet.encrypt(payload.encode()).decode()
 
     def verify(self, token: str, max_age_s: float) -> Link:
         try:
             data = json.loads(self._fernet.decrypt(token.encode(), ttl=max(1, int(max_age_s))))
-            return Link(str(data["e"]), str(data["u"]))
+            once = data.get("o")
+            return Link(str(data["e"]), str(data["u"]), None if once is None else str(once))
         except (InvalidToken, ValueError, KeyError, TypeError):
             raise BadLink("This sign-in link is not valid or has expired.") from None
+
+
+class LinkTickets:
+    """The single-use tickets of links opened without a hub session, kept in the store so that every instance
+    sharing it accepts such a link once (a link seen by the wrong person would connect their account under
+    someone else's name)."""
+
+    def __init__(self, store: SecretStore) -> None:
+        self.store = store
+
+    async def issue(self, ttl_s: float) -> str:
+        ticket = secrets.token_urlsafe(18)
+        await self.store.put(f"link-once:{ticket}", b"1", max(ttl_s, 1))
+        return ticket
+
+    async def take(self, ticket: str) -> bool:
+        """Use the ticket up; False when it was used (or expired) already."""
+        return await self.store.take(f"link-once:{ticket}") is not None

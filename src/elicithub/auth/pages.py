@@ -84,9 +84,13 @@ async def connect(request: Request, t: str = "") -> Response:
     except BadLink as exc:
         return _page(400, "This link does not work", str(exc))
     user = _identity(request)
+    elicitation = await hub.store.get(link.elicitation_id)
+    single_use = user is None and link.once is not None and elicitation is not None
+    if single_use:
+        assert elicitation is not None
+        user = elicitation.user_id  # if the link was made for them; its ticket is taken below
     if not link.for_user(user, hub.links):
         return _page(403, "Not your sign-in link", "This link belongs to another person's conversation.")
-    elicitation = await hub.store.get(link.elicitation_id)
     if elicitation is None or elicitation.user_id != user or elicitation.mode != "url":
         return _page(404, "This link does not work", "There is no such sign-in request.")
     if elicitation.state is not State.PENDING or elicitation.expires_at <= utcnow():
@@ -94,6 +98,8 @@ async def connect(request: Request, t: str = "") -> Response:
     server = hub.config.service(str(elicitation.context.get("serverId")))
     if server is None or server.credential_scope != "user":
         return _page(404, "This link does not work", "The service of this sign-in request is not configured.")
+    if single_use and not await hub.link_tickets.take(link.once):
+        return _page(403, "This link was already used", "Ask for a new link where you got this one.")
     state = secrets.token_urlsafe(32)
     try:
         scope = elicitation.context.get("scope")  # a step-up asks for more

@@ -1,4 +1,4 @@
-"""Start the demo servers (tracker, deploy, release) on loopback inside the running event loop."""
+"""Start the demo servers (tracker, deploy, release; the travel A2A agent) on loopback inside the running event loop."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from elicithub.demo.deploy import deploy_server, release_server
 from elicithub.demo.tracker import Tracker, base_url
+from elicithub.demo.travel import travel_app
 
 _STARTUP_TIMEOUT_S = 10.0
 
@@ -27,6 +28,7 @@ class Demo:
     release_url: str
     tracker_issuer: str
     tracker: Tracker
+    travel_url: str = ""  # the travel A2A agent (its card is under it)
 
     def mcp_servers(self) -> list[dict[str, Any]]:
         """The servers as entries of the hub's `mcp_servers` config."""
@@ -57,6 +59,18 @@ def demo_entries(tracker_url: str, deploy_url: str, release_url: str) -> list[di
     ]
 
 
+DEMO_AGENTS: list[dict[str, Any]] = [
+    {"id": "assistant", "tools": ["tracker", "deploy", "release", "travel", "planner"]},
+    {"id": "planner", "description": "Plans a trip: asks the travel agent to book it.", "tools": ["travel"]},
+]
+"""The demo's agents: the assistant uses every demo tool and may delegate to the planner, which uses travel."""
+
+
+def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:
+    """The hub's `a2a_agents` entries for the demo A2A agent at this URL."""
+    return [{"id": "travel", "url": travel_url}]
+
+
 def demo_urls(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:
     """The MCP endpoint URLs the demo servers will have on these ports."""
     tracker, deploy, release = (base_url(host, port) for port in ports)
@@ -77,12 +91,13 @@ async def start_demo(
     tracker_port: int = 0,
     deploy_port: int = 0,
     release_port: int = 0,
+    travel_port: int = 0,
     token_ttl: float = 3600.0,
 ) -> AsyncIterator[Demo]:
-    """Serve the three demo servers until the block exits; a port of 0 picks a free one."""
+    """Serve the demo servers until the block exits; a port of 0 picks a free one."""
     sockets: list[socket.socket] = []
     try:
-        for port in (tracker_port, deploy_port, release_port):
+        for port in (tracker_port, deploy_port, release_port, travel_port):
             sockets.append(_bind(host, port))
     except OSError:
         for sock in sockets:
@@ -94,6 +109,7 @@ async def start_demo(
         tracker.app,
         deploy_server().streamable_http_app(host=host),
         release_server().streamable_http_app(host=host),
+        travel_app(bases[3]),
     ]
     # log_config/log_level None: the hub owns the process's logging; a server of its own must not reset the
     # shared uvicorn loggers (that silenced the hub's startup lines and access log).
@@ -103,7 +119,7 @@ async def start_demo(
     ]
     tasks = [
         asyncio.create_task(_serve(server, sock), name=f"demo-{name}")
-        for server, sock, name in zip(servers, sockets, ("tracker", "deploy", "release"), strict=True)
+        for server, sock, name in zip(servers, sockets, ("tracker", "deploy", "release", "travel"), strict=True)
     ]
     try:
         await _until_started(servers, tasks)
@@ -113,6 +129,7 @@ async def start_demo(
             release_url=f"{bases[2]}/mcp",
             tracker_issuer=tracker.base_url,
             tracker=tracker,
+            travel_url=bases[3],
         )
     finally:
         for server in servers:

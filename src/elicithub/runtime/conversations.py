@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
@@ -71,6 +71,13 @@ class Conversations:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._readers: Counter[str] = Counter()
         self._reader_kinds: Counter[str] = Counter()
+        self._watchers: list[Callable[[RunRecord], None]] = []
+
+    def watch(self, watcher: Callable[[RunRecord], None]) -> None:
+        """Tell `watcher` of each run as it starts or resumes on this instance. A surface that shows runs in a
+        place of its own (a Slack thread) follows each run where it runs, so exactly one instance shows it,
+        and the showing moves with the run (a restart, a takeover)."""
+        self._watchers.append(watcher)
 
     # -- the four operations
 
@@ -203,6 +210,8 @@ class Conversations:
 
         # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
         self._tasks[record.run_id] = asyncio.create_task(run())
+        for watcher in self._watchers:
+            watcher(record)
 
     async def _follow(self, key: str, run_id: str, after: int, kind: str) -> Followed:
         self._readers[run_id] += 1

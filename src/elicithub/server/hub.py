@@ -9,17 +9,19 @@ import os
 import socket
 import time
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from elicithub.auth.keys import Keys, load_keys
-from elicithub.auth.links import LinkSigner
+from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.vault import Vault
-from elicithub.config import Config, McpServerConfig
+from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import demo_entries, demo_urls
+from elicithub.demo.launcher import DEMO_AGENTS, demo_a2a_entries, demo_entries, demo_urls
+from elicithub.demo.tracker import base_url
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
@@ -32,6 +34,7 @@ from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
+from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.delegate import DelegateTrigger
@@ -62,16 +65,10 @@ class Hub:
         keys: Keys | None = None,
         instance: str | None = None,
     ) -> None:
-        self._demo_ports: tuple[int, int, int] | None = None
+        self._demo_ports: tuple[int, int, int, int] | None = None
         self._demo: contextlib.AsyncExitStack | None = None
         if config.demo.enabled:
-            # The demo servers start with the hub; their ports are chosen now so the bridge knows their URLs.
-            self._demo_ports = (_free_port(), _free_port(), _free_port())
-            entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports))
-            demo_servers = [McpServerConfig.model_validate(e) for e in entries]
-            taken = {s.id for s in config.mcp_servers}
-            servers = [*[s for s in demo_servers if s.id not in taken], *config.mcp_servers]
-            config = config.model_copy(update={"mcp_servers": servers})
+            config = self._with_demo(config)
         self.config = config
         self.instance = instance or os.environ.get("ELICITHUB_INSTANCE") or new_id("hub")
         self.keys = keys if keys is not None else load_keys(config.secrets)
@@ -87,6 +84,7 @@ class Hub:
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.secrets, self.keys)
         self.links = LinkSigner(self.keys)
+        self.link_tickets = LinkTickets(self.backend.secrets)
         self.oauth = OAuthClient(self.vault, config.public_url)
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
@@ -132,9 +130,38 @@ class Hub:
             config.public_url,
             agents,
         )
-        self.surfaces: list[Surface] = [self.mcp, self.a2a]
+        # Optional surfaces: the app mounts the routes of those configured.
+        self.slack = (
+            SlackSurface(
+                config.slack,
+                self.conversations,
+                self.broker,
+                self.backend.secrets,
+                self.links,
+                config.public_url,
+                {s.id: s.display_name for s in config.mcp_servers},
+                config.conversations.retention_s + config.elicitation.timeout_s,
+            )
+            if config.slack is not None
+            else None
+        )
+        self.surfaces: list[Surface] = [self.mcp, self.a2a, *([self.slack] if self.slack is not None else [])]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
+
+    def _with_demo(self, config: Config) -> Config:
+        """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents. Their
+        ports are chosen now so the bridge knows their URLs; a configured id takes precedence over a demo one."""
+        self._demo_ports = (_free_port(), _free_port(), _free_port(), _free_port())
+        entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports[:3]))
+        taken = {s.id for s in config.mcp_servers} | {a.id for a in config.a2a_agents}
+        servers = [*[McpServerConfig.model_validate(e) for e in entries if e["id"] not in taken], *config.mcp_servers]
+        travel = demo_a2a_entries(base_url(DEMO_HOST, self._demo_ports[3]))
+        a2a = [*[A2aAgentConfig.model_validate(e) for e in travel if e["id"] not in taken], *config.a2a_agents]
+        update: dict[str, Any] = {"mcp_servers": servers, "a2a_agents": a2a}
+        if config.agents == Config().agents and "travel" not in taken:
+            update["agents"] = [AgentConfig.model_validate(a) for a in DEMO_AGENTS]
+        return config.model_copy(update=update)
 
     async def start(self) -> None:
         await self.broker.start()
@@ -142,9 +169,11 @@ class Hub:
             from elicithub.demo.launcher import start_demo
 
             self._demo = contextlib.AsyncExitStack()
-            tracker, deploy, release = self._demo_ports
+            tracker, deploy, release, travel = self._demo_ports
             await self._demo.enter_async_context(
-                start_demo(DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release)
+                start_demo(
+                    DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release, travel_port=travel
+                )
             )
             log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
         await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
@@ -156,6 +185,8 @@ class Hub:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.slack is not None:
+            await self.slack.close()
         await self.conversations.close()
         await self.broker.close()
         await self.tools.close()

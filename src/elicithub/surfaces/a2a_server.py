@@ -10,6 +10,7 @@ sign-in completes out of band: the stream stays open and the task goes on by its
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
@@ -34,11 +35,14 @@ from a2a.types import (
     SecurityRequirement,
     SecurityScheme,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
+    TaskArtifactUpdateEvent,
     TaskState,
+    TaskStatusUpdateEvent,
 )
 from a2a.types.a2a_pb2 import StringList
-from a2a.utils.errors import InvalidParamsError, InvalidRequestError
+from a2a.utils.errors import InvalidParamsError, InvalidRequestError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
@@ -53,6 +57,14 @@ from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import bearer_token, text_after_tools, unauthorized
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
+TERMINAL = (
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_REJECTED,
+)
+REMOTE_POLL_S = 0.25
+"""How often a subscription to a task running on another hub reads it from the shared store."""
 META = "elicithub"
 """The task metadata key holding where its run paused: `runId`, `after` (event log position), `elicitationIds`."""
 
@@ -231,6 +243,35 @@ class _Handler(DefaultRequestHandler):
         await self.surface.take_answer(params.message, context)
         async for event in super().on_message_send_stream(params, context):
             yield event
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        """Here when the task runs here; else (it runs on another hub sharing the store) its stored snapshot, then
+        each change of it as the other hub saves it, up to its end or its next pause."""
+        if await self._active_task_registry.get(params.id) is not None:
+            async for event in super().on_subscribe_to_task(params, context):
+                yield event
+            return
+        task = await self.surface.tasks.get(params.id, context)
+        if task is None:
+            raise TaskNotFoundError
+        if task.status.state in TERMINAL:
+            raise UnsupportedOperationError(message=f"Task {params.id} is in terminal state.")
+        yield task
+        shown = task
+        while True:
+            await asyncio.sleep(REMOTE_POLL_S)
+            current = await self.surface.tasks.get(params.id, context)
+            if current is None:
+                return
+            for artifact in current.artifacts[len(shown.artifacts) :]:
+                yield TaskArtifactUpdateEvent(task_id=current.id, context_id=current.context_id, artifact=artifact)
+            if current.status != shown.status:
+                yield TaskStatusUpdateEvent(task_id=current.id, context_id=current.context_id, status=current.status)
+                if current.status.state in TERMINAL or current.status.state in INTERRUPTED:
+                    return
+            shown = current
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         await self.surface.cancel_questions(params.id, context)

@@ -1,0 +1,276 @@
+"""Block Kit for questions, as plain values: the thread message, the private Connect link, the modal built from a
+flat schema, and the way back from a submitted modal to answer content and from field errors to modal errors."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from elicithub.core.schema import FieldError
+
+Block = dict[str, Any]
+
+ANSWER = "elicithub.answer"
+DECLINE = "elicithub.decline"
+CANCEL = "elicithub.cancel"
+CONNECT = "elicithub.connect"
+OPEN_LINK = "elicithub.open"
+FORM = "elicithub.form"
+
+_ENDED = {
+    "accepted": ":white_check_mark: {accepted}",
+    "declined": ":no_entry_sign: Declined",
+    "cancelled": ":heavy_multiplication_x: Cancelled",
+    "expired": ":hourglass: Expired",
+}
+_CHECKBOX_OPTIONS = 10  # Slack's limit for checkboxes; more choices become a multi-select
+_TEXT_MAX = 3000
+
+
+def escape(text: str) -> str:
+    """Slack's mrkdwn reads &, < and > as markup; anything a person or a tool wrote is shown as written."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plain(text: str, limit: int) -> dict[str, Any]:
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return {"type": "plain_text", "text": text or " "}
+
+
+def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:
+    button: Block = {"type": "button", "text": _plain(text, 75), "action_id": action_id, "value": value}
+    if style is not None:
+        button["style"] = style
+    return button
+
+
+def question_message(elicitation_id: str, mode: str, message: str, slack_user: str) -> tuple[str, list[Block]]:
+    """The thread message of an open question. A sign-in shows no link here: the link reaches its person privately."""
+    if mode == "url":
+        note = f"Only <@{slack_user}> can connect; the link was sent to them privately."
+        buttons = [_button("Connect", CONNECT, elicitation_id, "primary"), _button("Decline", DECLINE, elicitation_id)]
+    else:
+        note = f"A question for <@{slack_user}>."
+        buttons = [
+            _button("Answer", ANSWER, elicitation_id, "primary"),
+            _button("Decline", DECLINE, elicitation_id),
+            _button("Cancel", CANCEL, elicitation_id),
+        ]
+    blocks: list[Block] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]},
+        {"type": "actions", "block_id": "question", "elements": buttons},
+    ]
+    return message, blocks
+
+
+def ended_label(mode: str, outcome: str) -> str:
+    """How a question's message says it ended: Connected, Answered, Declined, Cancelled or Expired."""
+    return _ENDED.get(outcome, outcome).format(accepted="Connected" if mode == "url" else "Answered")
+
+
+def ended_message(mode: str, message: str, outcome: str) -> tuple[str, list[Block]]:
+    """The same message once the question has ended: its buttons gone, its end said."""
+    label = ended_label(mode, outcome)
+    blocks: list[Block] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": label}]},
+    ]
+    return f"{message} ({label.split(' ', 1)[1]})", blocks
+
+
+def connect_link(server: str, url: str) -> tuple[str, list[Block]]:
+    """The ephemeral message that hands one person their sign-in link."""
+    account = f"your {server} account" if server else "your account"
+    text = f"Connect {account} (only you can see this)."
+    blocks: list[Block] = [
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": f"Only you can see this. Connect {escape(account)} to continue; the link works once.",
+            },
+        },
+        {
+            "type": "actions",
+            "elements": [{**_button(f"Connect {server}".strip(), OPEN_LINK, "open", "primary"), "url": url}],
+        },
+    ]
+    return text, blocks
+
+
+def notice_view(title: str, text: str) -> Block:
+    """A modal that only says something (the question ended meanwhile, or is someone else's)."""
+    return {
+        "type": "modal",
+        "title": _plain(title, 24),
+        "close": _plain("Close", 24),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": escape(text)}}],
+    }
+
+
+# The modal: one input block per schema property, its block id `q<position>` (property names may be anything).
+
+
+def _properties(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    properties = schema.get("properties") or {}
+    return [(str(name), prop) for name, prop in properties.items() if isinstance(prop, dict)]
+
+
+def _choices(prop: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """(value, title) of a choice field's options, or None for a free field."""
+    source = prop.get("items") if prop.get("type") == "array" else prop
+    if not isinstance(source, dict):
+        return None
+    for key in ("oneOf", "anyOf"):
+        if isinstance(source.get(key), list):
+            return [(str(o["const"]), str(o.get("title") or o["const"])) for o in source[key]]
+    if isinstance(source.get("enum"), list):
+        values = [str(v) for v in source["enum"]]
+        names = source.get("enumNames")
+        titles = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else values
+        return list(zip(values, titles, strict=True))
+    return None
+
+
+def _option(value: str, title: str) -> Block:
+    return {"text": _plain(title, 75), "value": value}
+
+
+def _element(prop: dict[str, Any]) -> Block:
+    kind, default = prop.get("type"), prop.get("default")
+    choices = _choices(prop)
+    element: Block
+    if kind == "boolean":
+        element = {"type": "checkboxes", "options": [_option("true", "Yes")]}
+        if default is True:
+            element["initial_options"] = [_option("true", "Yes")]
+    elif kind == "array":
+        options = [_option(v, t) for v, t in choices or []]
+        many = len(options) > _CHECKBOX_OPTIONS
+        element = {"type": "multi_static_select" if many else "checkboxes", "options": options}
+        if many:
+            element["placeholder"] = _plain("Choose", 150)
+        if isinstance(prop.get("maxItems"), int) and many:
+            element["max_selected_items"] = max(1, prop["maxItems"])
+        chosen = [o for o in options if isinstance(default, list) and o["value"] in default]
+        if chosen:
+            element["initial_options"] = chosen
+    elif kind in ("number", "integer"):
+        element = {"type": "number_input", "is_decimal_allowed": kind == "number"}
+        for key, slack_key in (("minimum", "min_value"), ("maximum", "max_value"), ("default", "initial_value")):
+            if prop.get(key) is not None:
+                element[slack_key] = _number_text(prop[key])
+    elif choices is not None:
+        options = [_option(v, t) for v, t in choices]
+        element = {"type": "static_select", "options": options, "placeholder": _plain("Choose", 150)}
+        chosen = [o for o in options if o["value"] == default]
+        if chosen:
+            element["initial_option"] = chosen[0]
+    elif prop.get("format") == "date":
+        element = {"type": "datepicker"}
+        if isinstance(default, str):
+            element["initial_date"] = default
+    elif prop.get("format") == "date-time":
+        element = {"type": "datetimepicker"}
+        if isinstance(default, str):
+            element["initial_date_time"] = int(datetime.fromisoformat(default.replace("Z", "+00:00")).timestamp())
+    else:
+        input_type = {"email": "email_text_input", "uri": "url_text_input"}.get(str(prop.get("format")))
+        element = {"type": input_type or "plain_text_input"}
+        if input_type is None:
+            for key, slack_key in (("minLength", "min_length"), ("maxLength", "max_length")):
+                if isinstance(prop.get(key), int):
+                    element[slack_key] = min(prop[key], _TEXT_MAX)
+        if isinstance(default, str):
+            element["initial_value"] = default
+    return {**element, "action_id": "value"}
+
+
+def _number_text(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def form_view(elicitation_id: str, message: str, schema: dict[str, Any]) -> Block:
+    """The modal for a form question: the question, then an input per field, its default filled in."""
+    required = set(schema.get("required") or [])
+    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}}]
+    for position, (name, prop) in enumerate(_properties(schema)):
+        block: Block = {
+            "type": "input",
+            "block_id": f"q{position}",
+            "label": _plain(str(prop.get("title") or name), 2000),
+            "element": _element(prop),
+            # An unticked box is an answer (false, or no choices), so checkboxes never block a submit.
+            "optional": name not in required or prop.get("type") in ("boolean", "array"),
+        }
+        if prop.get("description"):
+            block["hint"] = _plain(str(prop["description"]), 2000)
+        blocks.append(block)
+    return {
+        "type": "modal",
+        "callback_id": FORM,
+        "private_metadata": elicitation_id,
+        "title": _plain(str(schema.get("title") or "Your answer"), 24),
+        "submit": _plain("Submit", 24),
+        "close": _plain("Close", 24),
+        "blocks": blocks,
+    }
+
+
+def content_of(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The answer content of a submitted modal (`view.state.values`), read by each field's schema kind."""
+    content: dict[str, Any] = {}
+    for position, (name, prop) in enumerate(_properties(schema)):
+        state = (values.get(f"q{position}") or {}).get("value") or {}
+        value = _value(prop, state)
+        if value is not None:
+            content[name] = value
+    return content
+
+
+def _value(prop: dict[str, Any], state: dict[str, Any]) -> Any:
+    kind = prop.get("type")
+    if kind in ("boolean", "array"):
+        chosen = [str(o.get("value")) for o in state.get("selected_options") or []]
+        return bool(chosen) if kind == "boolean" else chosen
+    if kind in ("number", "integer"):
+        return _number(state.get("value"))
+    if _choices(prop) is not None:
+        return (state.get("selected_option") or {}).get("value")
+    if prop.get("format") == "date":
+        return state.get("selected_date")
+    if prop.get("format") == "date-time":
+        stamp = state.get("selected_date_time")
+        return None if stamp is None else datetime.fromtimestamp(int(stamp), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return state.get("value") or None
+
+
+def _number(text: Any) -> Any:
+    """A number input's text as a number; text that is none stays text, for the schema check to name."""
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        pass
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        return text
+    return number if math.isfinite(number) else text
+
+
+def modal_errors(schema: dict[str, Any], errors: list[FieldError]) -> dict[str, str]:
+    """Field errors as Slack's `response_action: errors` (block id -> message); one about the whole answer goes on
+    the first field."""
+    blocks = {name: f"q{position}" for position, (name, _) in enumerate(_properties(schema))}
+    first = next(iter(blocks.values()), "q0")
+    found: dict[str, str] = {}
+    for error in errors:
+        block = blocks.get(error.field, first)
+        label = "" if error.field in blocks else f"{error.field}: " if error.field else ""
+        found.setdefault(block, f"{label}{error.message}"[:150])
+    return found
