@@ -71,6 +71,7 @@ class Expect(_Strict):
 
 
 class TestSpec(_Strict):
+    __test__ = False  # a test of a suite, not a pytest test class
     name: str = Field(min_length=1)
     call: Call
     input_responses: dict[str, Fixture] = Field(default={}, alias="inputResponses")
