@@ -282,3 +282,16 @@ def test_a_sampling_request_fails_the_test_naming_it(mrtr_server: McpProcess, wr
     )
     [outcome] = run_suite(path)
     assert outcome.failures == ["input request 'draft' is sampling/createMessage, which the test runner cannot answer"]
+
+
+def test_a_server_that_never_answers_fails_at_the_suite_timeout(write_suite: SuiteFactory) -> None:
+    path = write_suite(
+        "command: [python, -c, 'import time; time.sleep(600)']",
+        """
+        - name: silent
+          call: {tool: x}
+        """,
+        head="timeout_s: 0.5\n",
+    )
+    [outcome] = run_suite(path)
+    assert outcome.failures == ["the test did not finish within 0.5 s (timeout_s)"]

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
@@ -86,8 +87,13 @@ async def run_test(loaded: LoadedSuite, test: TestSpec, options: RunOptions) -> 
             if options.record is not None:
                 transport = recording = Recording(transport)
         call = _Call(test, answers, max_rounds)
+        # With a person at the terminal the test takes as long as they do; otherwise a hung server fails it.
+        timeout = None if options.person is not None else loaded.suite.timeout_s
         try:
-            result = await call.run(transport, loaded.suite.server)
+            with anyio.fail_after(timeout):
+                result = await call.run(transport, loaded.suite.server)
+        except TimeoutError:
+            outcome.failures.append(f"the test did not finish within {loaded.suite.timeout_s:g} s (timeout_s)")
         except Exception as exc:
             outcome.failures.append(_why(exc, call, replay))
         else:

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_MAX_ROUNDS = 5
+DEFAULT_TIMEOUT_S = 60.0
 
 
 class SuiteError(Exception):
@@ -82,6 +83,8 @@ class TestSpec(_Strict):
 class Suite(_Strict):
     server: ServerSpec
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=100)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    """How long one test may take (unless a person is answering at the terminal): a server that hangs fails it."""
     tests: list[TestSpec] = Field(min_length=1)
 
     @field_validator("tests")
