@@ -10,7 +10,7 @@ from datetime import timedelta
 import anyio
 import pytest
 
-from elicithub.core.elicitation import Answer, State
+from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.store import RedisStore
 from elicithub.store.redis import KEEP, PENDING, RESOLVED
 from tests.core_fixtures import RedisServer
@@ -147,7 +147,9 @@ async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
 async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServer, redis_url: str) -> None:
     store = RedisStore(redis_url)
     try:
-        old = [make() for _ in range(1203)]
+        # Expiring from the real clock: keys of questions long past their deadline get a one-second TTL, and 1203 of
+        # them may not all be written and resolved within it.
+        old = [make(expires_in=utcnow() - NOW + timedelta(minutes=10)) for _ in range(1203)]
         async with anyio.create_task_group() as group:
             for e in old:
                 group.start_soon(store.put, e)
