@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import McpProcess
+from tests.conftest import McpProcess, RunningHub
 from tests.testing.conftest import DEPLOY_STDIO, LEGACY_STDIO, SuiteFactory, run_suite
 
 
@@ -295,3 +295,22 @@ def test_a_server_that_never_answers_fails_at_the_suite_timeout(write_suite: Sui
     )
     [outcome] = run_suite(path)
     assert outcome.failures == ["the test did not finish within 0.5 s (timeout_s)"]
+
+
+def test_headers_reach_an_http_server_such_as_the_hub_itself(hub: RunningHub, write_suite: SuiteFactory) -> None:
+    tests = """
+    - name: the hub's agent asks on the way
+      call: {tool: assistant, arguments: {message: '/call mrtr.provision {"name": "orders"}'}}
+      inputResponses:
+        region: {content: {region: eu-west-1}}
+      expect: {text_equals: Provisioned orders in eu-west-1., questions: [{key: region, mode: form}]}
+    """
+    signed_in = write_suite(
+        f"url: {hub.url}/mcp, protocol: legacy, headers: {{authorization: Bearer alice-secret}}", tests
+    )
+    assert [o.failures for o in run_suite(signed_in)] == [[]]
+    [anonymous] = run_suite(write_suite(f"url: {hub.url}/mcp, protocol: legacy", tests))
+    assert anonymous.failures == [
+        "the server answered HTTP 401 (does it need a token in the suite's server headers:?): "
+        "Server returned an error response"
+    ]
