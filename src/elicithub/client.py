@@ -129,7 +129,8 @@ class HubClient:
             await self._http.aclose()
 
     async def chat(self, message: str, conversation_id: str | None = None) -> AsyncIterator[Event]:
-        """Send a message and read the run it starts, to its end (questions included: answer them meanwhile)."""
+        """Send a message and read the run it starts, to its end (questions included: answer them meanwhile).
+        Without `conversation_id` it goes on with this client's last conversation, or starts a new one."""
         conversation = conversation_id or self.conversation_id or f"conv-{secrets.token_urlsafe(12)}"
         body = {
             "id": conversation,

@@ -86,3 +86,16 @@ def test_off_a_terminal_a_question_is_given_up_at_once_naming_it(hub: RunningHub
         in done.stdout
     )
     assert "[question cancelled]" in done.stdout
+
+
+def test_conversation_continues_a_named_conversation(hub: RunningHub) -> None:
+    command = [sys.executable, "-m", "elicithub.cli", "chat", "--url", hub.url, "--token", "alice-secret"]
+    for line in ("hello", "again"):
+        done = subprocess.run(
+            [*command, "--conversation", "kept-1"], input=f"{line}\n", capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0 and "Available tools:" in done.stdout
+    with hub.client() as client:
+        transcript = client.get("/run/api/conversations/kept-1").json()
+    said = [m["text"] for m in transcript["messages"] if m["role"] == "user"]
+    assert said == ["hello", "again"]

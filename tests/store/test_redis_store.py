@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import anyio
 import pytest
 
-from elicithub.core.elicitation import Answer, State
+from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.store import RedisStore
 from elicithub.store.redis import KEEP, PENDING, RESOLVED
 from tests.core_fixtures import RedisServer
@@ -147,16 +147,15 @@ async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
 async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServer, redis_url: str) -> None:
     store = RedisStore(redis_url)
     try:
-        # Deadlines from now: one long past (NOW is a fixed date) gets a one-second safety-net expiry, and a slow
-        # machine putting 1203 of them would see some vanish before they are resolved.
-        now = datetime.now(UTC)
-        old = [make(created_at=now, expires_at=now + timedelta(minutes=10)) for _ in range(1203)]
+        # Expiring from the real clock: keys of questions long past their deadline get a one-second TTL, and 1203 of
+        # them may not all be written and resolved within it.
+        old = [make(expires_in=utcnow() - NOW + timedelta(minutes=10)) for _ in range(1203)]
         async with anyio.create_task_group() as group:
             for e in old:
                 group.start_soon(store.put, e)
         for e in old:
-            assert await store.transition(e.id, State.EXPIRED, None, now - timedelta(hours=2))
-        assert await store.purge(now - timedelta(hours=1)) == len(old)
+            assert await store.transition(e.id, State.EXPIRED, None, NOW - timedelta(hours=2))
+        assert await store.purge(NOW - timedelta(hours=1)) == len(old)
         with redis_server.client() as client:
             assert client.keys("*") == []
     finally:

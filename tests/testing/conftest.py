@@ -18,6 +18,20 @@ DEMO = Path(__file__).parent.parent / "elicit" / "demo_servers.py"
 LEGACY_STDIO = f"command: [python, {SERVERS / 'legacy_server.py'}, stdio]"
 DEPLOY_STDIO = f"command: [python, {DEMO}, deploy]"
 
+PASS_AND_FAIL = """
+- name: deploys
+  call: {tool: deploy_service, arguments: {service: orders}}
+  inputResponses:
+    deploy: {content: {region: eu-west-1, confirm: true}}
+  expect: {text_contains: eu-west-1}
+- name: expects the wrong region
+  call: {tool: deploy_service, arguments: {service: orders}}
+  inputResponses:
+    deploy: {content: {region: eu-west-1, confirm: true}}
+  expect: {text_contains: us-east-1}
+"""
+"""Two tests against the demo deploy server: one passes, one fails."""
+
 SuiteFactory = Callable[..., Path]
 
 

@@ -10,20 +10,8 @@ from pathlib import Path
 
 import pexpect
 
-from tests.testing.conftest import DEPLOY_STDIO, SuiteFactory
+from tests.testing.conftest import DEPLOY_STDIO, PASS_AND_FAIL, SuiteFactory
 
-TESTS = """
-- name: deploys
-  call: {tool: deploy_service, arguments: {service: orders}}
-  inputResponses:
-    deploy: {content: {region: eu-west-1, confirm: true}}
-  expect: {text_contains: eu-west-1}
-- name: expects the wrong region
-  call: {tool: deploy_service, arguments: {service: orders}}
-  inputResponses:
-    deploy: {content: {region: eu-west-1, confirm: true}}
-  expect: {text_contains: us-east-1}
-"""
 UNANSWERED = """
 - name: asks the person
   call: {tool: deploy_service, arguments: {service: orders}}
@@ -39,7 +27,7 @@ def elicithub(*args: str | Path, stdin: int | None = subprocess.DEVNULL) -> subp
 def test_a_run_prints_a_line_per_test_a_summary_and_fails_when_a_test_fails(
     write_suite: SuiteFactory, tmp_path: Path
 ) -> None:
-    path = write_suite(DEPLOY_STDIO, TESTS)
+    path = write_suite(DEPLOY_STDIO, PASS_AND_FAIL)
     done = elicithub("test", path, "--junit", tmp_path / "out" / "junit.xml")
     assert done.returncode == 1
     lines = done.stdout.splitlines()
@@ -64,7 +52,7 @@ def test_a_run_prints_a_line_per_test_a_summary_and_fails_when_a_test_fails(
 
 
 def test_k_selects_tests_by_name_and_a_passing_run_exits_0(write_suite: SuiteFactory) -> None:
-    done = elicithub("test", write_suite(DEPLOY_STDIO, TESTS), "-k", "DEPLOYS")
+    done = elicithub("test", write_suite(DEPLOY_STDIO, PASS_AND_FAIL), "-k", "DEPLOYS")
     assert (done.returncode, done.stdout.splitlines()) == (
         0,
         ["PASS flow.elicit.yaml::deploys (1 round)", "1 passed, 0 failed"],
@@ -72,11 +60,11 @@ def test_k_selects_tests_by_name_and_a_passing_run_exits_0(write_suite: SuiteFac
 
 
 def test_an_unusable_suite_or_request_exits_2(write_suite: SuiteFactory, tmp_path: Path) -> None:
-    bad = write_suite("url: nope", TESTS)
+    bad = write_suite("url: nope", PASS_AND_FAIL)
     done = elicithub("test", bad)
     assert done.returncode == 2
     assert "server.url (line 1): String should match pattern" in done.stdout
-    both = elicithub("test", write_suite(DEPLOY_STDIO, TESTS), "--record", tmp_path, "--replay", tmp_path)
+    both = elicithub("test", write_suite(DEPLOY_STDIO, PASS_AND_FAIL), "--record", tmp_path, "--replay", tmp_path)
     assert (both.returncode, both.stdout) == (2, "error: --record and --replay cannot be used together\n")
 
 
@@ -90,7 +78,7 @@ def test_interactive_off_a_terminal_never_waits_and_fails_naming_the_question(wr
 
 
 def test_interactive_off_a_terminal_still_uses_the_fixtures(write_suite: SuiteFactory) -> None:
-    done = elicithub("test", write_suite(DEPLOY_STDIO, TESTS), "--interactive", "-k", "deploys")
+    done = elicithub("test", write_suite(DEPLOY_STDIO, PASS_AND_FAIL), "--interactive", "-k", "deploys")
     assert done.returncode == 0 and "PASS flow.elicit.yaml::deploys (1 round)" in done.stdout
 
 

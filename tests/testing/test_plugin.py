@@ -7,20 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.testing.conftest import DEPLOY_STDIO, SuiteFactory
-
-TESTS = """
-- name: deploys
-  call: {tool: deploy_service, arguments: {service: orders}}
-  inputResponses:
-    deploy: {content: {region: eu-west-1, confirm: true}}
-  expect: {text_contains: eu-west-1}
-- name: expects another region
-  call: {tool: deploy_service, arguments: {service: orders}}
-  inputResponses:
-    deploy: {content: {region: eu-west-1, confirm: true}}
-  expect: {text_contains: us-east-1}
-"""
+from tests.testing.conftest import DEPLOY_STDIO, PASS_AND_FAIL, SuiteFactory
 
 
 def pytest_in(folder: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -30,25 +17,25 @@ def pytest_in(folder: Path, *args: str | Path) -> subprocess.CompletedProcess[st
 
 
 def test_each_yaml_test_is_a_pytest_item_with_a_readable_failure(write_suite: SuiteFactory, tmp_path: Path) -> None:
-    write_suite(DEPLOY_STDIO, TESTS)
+    write_suite(DEPLOY_STDIO, PASS_AND_FAIL)
     done = pytest_in(tmp_path, "-v")
     assert done.returncode == 1, done.stdout
     assert "flow.elicit.yaml::deploys PASSED" in done.stdout
-    assert "flow.elicit.yaml::expects another region FAILED" in done.stdout
+    assert "flow.elicit.yaml::expects the wrong region FAILED" in done.stdout
     assert (
-        "flow.elicit.yaml::expects another region failed:\n"
+        "flow.elicit.yaml::expects the wrong region failed:\n"
         "  text does not contain 'us-east-1'; it is 'Deployed orders to eu-west-1 with 2 replicas.'"
     ) in done.stdout
     assert "1 failed, 1 passed" in done.stdout
 
 
 def test_record_then_replay_through_the_plugin(write_suite: SuiteFactory, tmp_path: Path) -> None:
-    write_suite(DEPLOY_STDIO, TESTS)
+    write_suite(DEPLOY_STDIO, PASS_AND_FAIL)
     recorded = pytest_in(tmp_path, "-k", "deploys", "--elicithub-record", "tapes")
     assert recorded.returncode == 0, recorded.stdout
     assert (tmp_path / "tapes" / "flow" / "deploys.yaml").is_file()
     # Replayed with no server at all: the suite's command is gone.
-    write_suite("command: [no-such-server-anywhere]", TESTS)
+    write_suite("command: [no-such-server-anywhere]", PASS_AND_FAIL)
     replayed = pytest_in(tmp_path, "-k", "deploys", "--elicithub-replay", "tapes")
     assert replayed.returncode == 0, replayed.stdout
     assert "1 passed, 1 deselected" in replayed.stdout

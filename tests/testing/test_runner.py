@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.conftest import McpProcess
+from pathlib import Path
+
+from tests.conftest import McpProcess, RunningHub
 from tests.testing.conftest import DEPLOY_STDIO, LEGACY_STDIO, SuiteFactory, run_suite
 
 
@@ -205,3 +207,110 @@ def test_a_server_that_cannot_be_reached_fails_the_test(write_suite: SuiteFactor
     )
     [outcome] = run_suite(path)
     assert outcome.failures == ["the connection to the server closed before the call finished (did the server start?)"]
+
+
+NAGGING = """
+from pydantic import BaseModel
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("nagging")
+
+
+class Sure(BaseModel):
+    ok: bool
+
+
+@server.tool()
+async def nag(ctx: Context) -> str:
+    for n in range(10):
+        await ctx.elicit(f"Sure ({n})?", Sure)
+    return "done"
+
+
+@server.tool()
+async def sign_in(ctx: Context) -> str:
+    result = await ctx.elicit_url("Sign in to Example", "https://example.com/sign-in", "sign-in-1")
+    return f"sign-in {result.action}"
+
+
+server.run("stdio")
+"""
+
+
+def test_a_2025_server_that_keeps_asking_is_stopped_at_max_rounds(write_suite: SuiteFactory, tmp_path: Path) -> None:
+    (tmp_path / "nagging.py").write_text(NAGGING)
+    path = write_suite(
+        "command: [python, nagging.py], protocol: legacy",
+        """
+        - name: nag
+          call: {tool: nag}
+          inputResponses:
+            a: {content: {ok: true}}
+            b: {content: {ok: true}}
+            c: {content: {ok: true}}
+        """,
+        head="max_rounds: 2\n",
+    )
+    [outcome] = run_suite(path)
+    assert outcome.failures == ["the server kept asking for more than 2 rounds"]
+    assert [q.key for q in outcome.asked] == ["a", "b"]
+
+
+def test_a_2025_url_question_is_answered_by_its_fixture(write_suite: SuiteFactory, tmp_path: Path) -> None:
+    (tmp_path / "nagging.py").write_text(NAGGING)
+    path = write_suite(
+        "command: [python, nagging.py], protocol: legacy",
+        """
+        - name: sign in
+          call: {tool: sign_in}
+          inputResponses:
+            sign-in: {action: accept}
+          expect: {text_equals: sign-in accept, questions: [{key: sign-in, mode: url, message: Sign in to Example}]}
+        """,
+    )
+    [outcome] = run_suite(path)
+    assert outcome.failures == []
+
+
+def test_a_sampling_request_fails_the_test_naming_it(mrtr_server: McpProcess, write_suite: SuiteFactory) -> None:
+    path = write_suite(
+        f"url: {mrtr_server.url}",
+        """
+        - name: summarize
+          call: {tool: summarize}
+        """,
+    )
+    [outcome] = run_suite(path)
+    assert outcome.failures == ["input request 'draft' is sampling/createMessage, which the test runner cannot answer"]
+
+
+def test_a_server_that_never_answers_fails_at_the_suite_timeout(write_suite: SuiteFactory) -> None:
+    path = write_suite(
+        "command: [python, -c, 'import time; time.sleep(600)']",
+        """
+        - name: silent
+          call: {tool: x}
+        """,
+        head="timeout_s: 0.5\n",
+    )
+    [outcome] = run_suite(path)
+    assert outcome.failures == ["the test did not finish within 0.5 s (timeout_s)"]
+
+
+def test_headers_reach_an_http_server_such_as_the_hub_itself(hub: RunningHub, write_suite: SuiteFactory) -> None:
+    tests = """
+    - name: the hub's agent asks on the way
+      call: {tool: assistant, arguments: {message: '/call mrtr.provision {"name": "orders"}'}}
+      inputResponses:
+        region: {content: {region: eu-west-1}}
+      expect: {text_equals: Provisioned orders in eu-west-1., questions: [{key: region, mode: form}]}
+    """
+    signed_in = write_suite(
+        f"url: {hub.url}/mcp, protocol: legacy, headers: {{authorization: Bearer alice-secret}}", tests
+    )
+    assert [o.failures for o in run_suite(signed_in)] == [[]]
+    [anonymous] = run_suite(write_suite(f"url: {hub.url}/mcp, protocol: legacy", tests))
+    assert anonymous.failures == [
+        "the server answered HTTP 401 (does it need a token in the suite's server headers:?): "
+        "Server returned an error response"
+    ]

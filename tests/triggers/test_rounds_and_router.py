@@ -28,6 +28,7 @@ from elicithub.triggers.mcp import (
     is_input_required,
     mcp_triggers,
 )
+from elicithub.triggers.mcp.rounds import is_full_round
 from tests.conftest import McpProcess
 
 pytestmark = pytest.mark.anyio
@@ -204,3 +205,17 @@ async def test_an_mcp_trigger_asks_through_the_asker_and_gets_the_answer(mrtr_se
     finally:
         await http.aclose()
         await broker.close()
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"inputRequests": {"a": {}}, "requestState": "s"}, True),
+        ({"requestState": "s"}, False),  # state only: the hub retries it; the test runner holds it half-shaped
+        ({"inputRequests": {"a": {}}}, False),
+        ({"inputRequests": {"a": {}}, "requestState": ""}, False),
+        ({"inputRequests": {}, "requestState": "s"}, False),
+    ],
+)
+def test_what_the_test_runner_counts_as_a_round(data: dict[str, Any], expected: bool) -> None:
+    assert is_full_round(data) is expected

@@ -8,6 +8,8 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+import httpx2
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
@@ -51,11 +53,23 @@ class Outcome:
         return not self.failures
 
 
-def server_transport(spec: ServerSpec, folder: Path, stack: AsyncExitStack) -> Transport:
+@dataclass
+class HttpRefusals:
+    """The last HTTP error status of a streamable-HTTP server (the SDK turns it into a generic JSON-RPC error)."""
+
+    status: int | None = None
+
+    async def see(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self.status = response.status_code
+
+
+def server_transport(spec: ServerSpec, folder: Path, stack: AsyncExitStack, refusals: HttpRefusals) -> Transport:
     """The live connection: streamable HTTP, or a stdio command run in the suite's folder (`python` is the
     interpreter running the tests, so a suite works the same inside any virtual environment)."""
     if spec.url is not None:
         http = create_mcp_http_client(headers=spec.headers or None)
+        http.event_hooks["response"].append(refusals.see)
         stack.push_async_callback(http.aclose)
         transport: Transport = streamable_http_client(spec.url, http_client=http)
         return transport
@@ -74,6 +88,7 @@ async def run_test(loaded: LoadedSuite, test: TestSpec, options: RunOptions) -> 
     async with AsyncExitStack() as stack:
         replay: Replay | None = None
         recording: Recording | None = None
+        refusals = HttpRefusals()
         if options.replay is not None:
             try:
                 replay = Replay(read_cassette(cassette_path(options.replay, loaded.path, test.name)))
@@ -82,14 +97,19 @@ async def run_test(loaded: LoadedSuite, test: TestSpec, options: RunOptions) -> 
                 return outcome
             transport: Transport = replay
         else:
-            transport = server_transport(loaded.suite.server, loaded.path.parent, stack)
+            transport = server_transport(loaded.suite.server, loaded.path.parent, stack, refusals)
             if options.record is not None:
                 transport = recording = Recording(transport)
         call = _Call(test, answers, max_rounds)
+        # With a person at the terminal the test takes as long as they do; otherwise a hung server fails it.
+        timeout = None if options.person is not None else loaded.suite.timeout_s
         try:
-            result = await call.run(transport, loaded.suite.server)
+            with anyio.fail_after(timeout):
+                result = await call.run(transport, loaded.suite.server)
+        except TimeoutError:
+            outcome.failures.append(f"the test did not finish within {loaded.suite.timeout_s:g} s (timeout_s)")
         except Exception as exc:
-            outcome.failures.append(_why(exc, call, replay))
+            outcome.failures.append(_why(exc, call, replay, refusals))
         else:
             outcome.failures += call.notes
             outcome.failures += check(test.expect, result, call.rounds, answers.asked)
@@ -185,7 +205,7 @@ async def _no_roots(context: ClientRequestContext) -> mt.ListRootsResult:
     return mt.ListRootsResult(roots=[])
 
 
-def _why(exc: BaseException, call: _Call, replay: Replay | None) -> str:
+def _why(exc: BaseException, call: _Call, replay: Replay | None, refusals: HttpRefusals) -> str:
     """The failure in the suite's terms: a replay difference first, then our own verdicts, then the error."""
     if replay is not None and replay.mismatch is not None:
         return f"the client sent a request that differs from the recording:\n{replay.mismatch}"
@@ -198,6 +218,9 @@ def _why(exc: BaseException, call: _Call, replay: Replay | None) -> str:
         return f"the server kept asking for more than {leaf.max_rounds} rounds"
     if isinstance(leaf, MCPError) and leaf.code == mt.CONNECTION_CLOSED:
         return "the connection to the server closed before the call finished (did the server start?)"
+    if isinstance(leaf, MCPError) and refusals.status is not None:
+        hint = " (does it need a token in the suite's server headers:?)" if refusals.status in (401, 403) else ""
+        return f"the server answered HTTP {refusals.status}{hint}: {leaf}"
     if isinstance(leaf, MCPError):
         return f"the server answered with an error: {leaf}"
     return f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_MAX_ROUNDS = 5
+DEFAULT_TIMEOUT_S = 60.0
 
 
 class SuiteError(Exception):
@@ -71,6 +72,7 @@ class Expect(_Strict):
 
 
 class TestSpec(_Strict):
+    __test__ = False  # a test of a suite, not a pytest test class
     name: str = Field(min_length=1)
     call: Call
     input_responses: dict[str, Fixture] = Field(default={}, alias="inputResponses")
@@ -81,6 +83,8 @@ class TestSpec(_Strict):
 class Suite(_Strict):
     server: ServerSpec
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=100)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    """How long one test may take (unless a person is answering at the terminal): a server that hangs fails it."""
     tests: list[TestSpec] = Field(min_length=1)
 
     @field_validator("tests")

@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import Transport, TransportStreams
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCMessage
@@ -20,6 +20,15 @@ from elicithub.testing.cassette import Normalizer, Side, diff
 def _raw(message: JSONRPCMessage) -> dict[str, Any]:
     data: dict[str, Any] = jsonrpc_message_adapter.dump_python(message, by_alias=True, mode="json", exclude_none=True)
     return data
+
+
+class _Pipes:
+    """The client's end of a transport we stand in for: what it sends arrives on `from_client`, and what is sent on
+    `to_client` reaches it (`buffer` messages may wait there)."""
+
+    def __init__(self, buffer: int) -> None:
+        self.to_server, self.from_client = anyio.create_memory_object_stream[SessionMessage](0)
+        self.to_client, self.from_server = anyio.create_memory_object_stream[SessionMessage | Exception](buffer)
 
 
 class _Streams:
@@ -58,12 +67,8 @@ class Recording(_Streams):
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[TransportStreams]:
         async with self.inner as (read, write):
-            to_server: MemoryObjectSendStream[SessionMessage]
-            from_client: MemoryObjectReceiveStream[SessionMessage]
-            to_server, from_client = anyio.create_memory_object_stream(0)
-            to_client: MemoryObjectSendStream[SessionMessage | Exception]
-            from_server: MemoryObjectReceiveStream[SessionMessage | Exception]
-            to_client, from_server = anyio.create_memory_object_stream(0)
+            pipes = _Pipes(0)
+            from_client, to_client = pipes.from_client, pipes.to_client
 
             async def upstream() -> None:
                 async with from_client:
@@ -82,7 +87,7 @@ class Recording(_Streams):
                 tasks.start_soon(upstream)
                 tasks.start_soon(downstream)
                 try:
-                    yield from_server, to_server
+                    yield pipes.from_server, pipes.to_server
                 finally:
                     tasks.cancel_scope.cancel()
 
@@ -124,12 +129,8 @@ class Replay(_Streams):
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[TransportStreams]:
-        to_server: MemoryObjectSendStream[SessionMessage]
-        from_client: MemoryObjectReceiveStream[SessionMessage]
-        to_server, from_client = anyio.create_memory_object_stream(0)
-        to_client: MemoryObjectSendStream[SessionMessage | Exception]
-        from_server: MemoryObjectReceiveStream[SessionMessage | Exception]
-        to_client, from_server = anyio.create_memory_object_stream(16)
+        pipes = _Pipes(16)
+        from_client, to_client = pipes.from_client, pipes.to_client
 
         async def play() -> None:
             # Ending `to_client` ends the session: the client's pending request fails, and the runner reports the diff.
@@ -141,6 +142,6 @@ class Replay(_Streams):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(play)
             try:
-                yield from_server, to_server
+                yield pipes.from_server, pipes.to_server
             finally:
                 tasks.cancel_scope.cancel()
