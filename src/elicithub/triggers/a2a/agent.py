@@ -38,6 +38,10 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 CARD_TTL_S = 300.0
 """How long an agent card is trusted before it is fetched again (a stale one still serves if the agent is down)."""
+CARD_TIMEOUT_S = 10.0
+"""The longest a card fetch may take: every chat turn lists the tools, and waits for the slowest agent."""
+CARD_RETRY_S = 30.0
+"""How long an agent whose card could not be fetched is left alone before the next try."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class A2aAgentTrigger:
             ClientConfig(streaming=True, httpx_client=shared.http, supported_protocol_bindings=bindings)
         )
         self._card: tuple[float, AgentCard] | None = None
+        self._failed: tuple[float, Exception] | None = None
+        self._fetching = asyncio.Lock()
 
     @property
     def prefix(self) -> str:
@@ -75,19 +81,28 @@ class A2aAgentTrigger:
         return None  # the HTTP client is shared; whoever made it closes it
 
     async def card(self, header: str | None = None) -> AgentCard:
-        """The agent's card, fetched with the SDK's resolver and kept for a while."""
-        if self._card is not None and time.monotonic() - self._card[0] < CARD_TTL_S:
-            return self._card[1]
-        headers = {"Authorization": header} if header else {}
-        resolver = A2ACardResolver(self.shared.http, self.agent.url)
-        try:
-            card = await resolver.get_agent_card(http_kwargs={"headers": headers, "timeout": self.agent.timeout_s})
-        except Exception:
-            if self._card is not None:
+        """The agent's card, fetched with the SDK's resolver and kept for a while; one fetch at a time (a burst
+        of runs shares it), and an agent that could not be reached is not tried again at once."""
+        async with self._fetching:
+            now = time.monotonic()
+            if self._card is not None and now - self._card[0] < CARD_TTL_S:
                 return self._card[1]
-            raise
-        self._card = (time.monotonic(), card)
-        return card
+            if self._failed is not None and now - self._failed[0] < CARD_RETRY_S:
+                if self._card is not None:
+                    return self._card[1]
+                raise self._failed[1]
+            headers = {"Authorization": header} if header else {}
+            timeout = min(CARD_TIMEOUT_S, self.agent.timeout_s)
+            resolver = A2ACardResolver(self.shared.http, self.agent.url)
+            try:
+                card = await resolver.get_agent_card(http_kwargs={"headers": headers, "timeout": timeout})
+            except Exception as exc:
+                self._failed = (now, exc)
+                if self._card is not None:
+                    return self._card[1]
+                raise
+            self._card, self._failed = (now, card), None
+            return card
 
     async def list_tools(self, context: CallContext | None) -> list[ToolSpec]:
         header = None
