@@ -34,8 +34,6 @@ from elicithub.surfaces.slack.questions import Questions, Refused
 from elicithub.surfaces.slack.records import SlackRecords, Thread, conversation_for
 from elicithub.surfaces.slack.thread import ThreadWriter
 
-log = logging.getLogger(__name__)
-
 NOT_LINKED = "Sorry, you cannot use this assistant: your Slack account is not linked to a hub user."
 
 

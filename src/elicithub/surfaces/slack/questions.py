@@ -3,7 +3,6 @@ take answers from buttons and modals, and show each question's end."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
@@ -17,8 +16,6 @@ from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent,
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.slack import blocks
 from elicithub.surfaces.slack.records import Question, SlackRecords, Thread
-
-log = logging.getLogger(__name__)
 
 NOT_OPEN = "This question is no longer open."
 
