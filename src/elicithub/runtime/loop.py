@@ -39,6 +39,17 @@ class Showing:
     emit: Emit
     agent_path: tuple[str, ...]
 
+    def context(self, record: RunRecord, asker: Asker) -> CallContext:
+        """A call's context: the run's person, its questions shown here."""
+        return CallContext(
+            record.conversation_id,
+            self.run_id,
+            record.user_id,
+            record.supports_elicitation,
+            asker,
+            self.agent_path,
+        )
+
 
 class Runner:
     def __init__(
@@ -140,15 +151,7 @@ class Runner:
 
         resume = record.pause if resumed and not record.tool_calls else None
         asker = Asker(self.broker, save=save, emit=showing.emit, resume=resume, agent_path=showing.agent_path)
-        context = CallContext(
-            record.conversation_id,
-            showing.run_id,
-            record.user_id,
-            record.supports_elicitation,
-            asker,
-            showing.agent_path,
-        )
-        specs = await self.tools.list_tools(context)
+        specs = await self.tools.list_tools(showing.context(record, asker))
         if asker.paused:
             await self.runs.save(listing.with_(pause=None, status=next_status(listing.status, "continue")))
         return specs
@@ -185,15 +188,7 @@ class Runner:
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume)
-            context = CallContext(
-                record.conversation_id,
-                showing.run_id,
-                record.user_id,
-                record.supports_elicitation,
-                asker,
-                showing.agent_path,
-            )
-            outcome = await self.tools.call(call["name"], call["arguments"], context)
+            outcome = await self.tools.call(call["name"], call["arguments"], showing.context(record, asker))
             await emit(ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "content": outcome.text, "is_error": outcome.is_error}
