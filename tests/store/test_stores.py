@@ -16,7 +16,9 @@ from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
 from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
 
-NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+NOW = datetime.now(UTC).replace(microsecond=0)
+"""The real clock at import, not a fixed date: Redis gives an elicitation a safety-net expiry from its deadline, and one
+long past lived a second, so a slow machine lost some before the test resolved them."""
 
 
 def make(expires_in: timedelta = timedelta(minutes=10), **overrides: Any) -> Elicitation:
