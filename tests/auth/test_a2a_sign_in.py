@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from a2a.helpers import get_artifact_text, get_data_parts
-from a2a.types import SendMessageRequest, TaskState
+from a2a.helpers import get_data_parts
+from a2a.types import SendMessageRequest
 
 from tests.auth.conftest import Browser, TrackerProcess
 from tests.conftest import RunningHub
-from tests.surfaces.test_a2a_server import a2a_client, message
+from tests.surfaces.test_a2a_server import a2a_client, label, message
 
 
 def test_auth_required_goes_on_after_the_sign_in_without_another_message(
@@ -20,13 +20,9 @@ def test_auth_required_goes_on_after_the_sign_in_without_another_message(
         seen: list[str] = []
         async with a2a_client(auth_hub, streaming=True) as client:
             async for event in client.send_message(SendMessageRequest(message=message("/call tracker.list_issues {}"))):
-                kind = event.WhichOneof("payload")
-                if kind == "artifact_update":
-                    seen.append("artifact:" + get_artifact_text(event.artifact_update.artifact))
-                    continue
-                status = event.task.status if kind == "task" else event.status_update.status
-                seen.append(TaskState.Name(status.state))
-                if status.state == TaskState.TASK_STATE_AUTH_REQUIRED:
+                seen.append(label(event))
+                if seen[-1] == "TASK_STATE_AUTH_REQUIRED":
+                    status = event.task.status if event.HasField("task") else event.status_update.status
                     [data] = get_data_parts(list(status.message.parts))
                     asked = data["elicitation"]
                     assert asked["mode"] == "url" and asked["context"]["serverId"] == "tracker"

@@ -24,9 +24,10 @@ from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.demo.oauth import CONSENT_PATH, DemoOAuthProvider
+from elicithub.demo.tracker import read_body
 from tests.conftest import free_port, wait_for_port
 
 SCOPES = ["issues", "admin"]
@@ -170,13 +171,7 @@ class _Gate:
         if scope["type"] != "http" or scope["path"].rstrip("/") != "/mcp":
             await self.app(scope, receive, send)
             return
-        messages: list[Message] = []
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request" or not message.get("more_body"):
-                break
-        body = b"".join(m.get("body", b"") for m in messages)
+        body, replaying = await read_body(receive)
         try:
             rpc = json.loads(body) if body else {}
         except ValueError:
@@ -197,9 +192,6 @@ class _Gate:
                 wanted = " ".join(dict.fromkeys([*token.scopes, needed]))
                 await _refuse(send, 403, self.server.challenge("insufficient_scope", wanted))
                 return
-
-        async def replaying() -> Message:
-            return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replaying, send)
 

@@ -72,6 +72,15 @@ async def task_of(client: Client, msg: Message) -> Task:
     return response.task
 
 
+def label(event: StreamResponse) -> str:
+    """A stream event as a test reads it: its task state's name, or `artifact:TEXT`."""
+    kind = event.WhichOneof("payload")
+    if kind == "artifact_update":
+        return "artifact:" + get_artifact_text(event.artifact_update.artifact)
+    status = event.task.status if kind == "task" else event.status_update.status
+    return TaskState.Name(status.state)
+
+
 def question(task: Task) -> dict[str, Any]:
     data = get_data_parts(list(task.status.message.parts))[0]
     elicitation: dict[str, Any] = data["elicitation"]
@@ -155,16 +164,7 @@ def test_plain_text_answers_a_question_with_one_text_field_only(hub: RunningHub)
 
 def test_streaming_shows_working_input_required_working_completed(hub: RunningHub) -> None:
     def states(events: list[StreamResponse]) -> list[str]:
-        found = []
-        for event in events:
-            kind = event.WhichOneof("payload")
-            if kind == "task":
-                found.append(TaskState.Name(event.task.status.state))
-            elif kind == "status_update":
-                found.append(TaskState.Name(event.status_update.status.state))
-            elif kind == "artifact_update":
-                found.append("artifact:" + get_artifact_text(event.artifact_update.artifact))
-        return found
+        return [label(e) for e in events if e.WhichOneof("payload") != "message"]
 
     async def go() -> None:
         async with a2a_client(hub, streaming=True) as client:
@@ -257,12 +257,7 @@ def test_a_task_can_be_followed_from_another_hub_sharing_the_store(make_hub: Any
 
             async def follow() -> None:
                 async for event in there.subscribe(SubscribeToTaskRequest(id=task.id)):
-                    kind = event.WhichOneof("payload")
-                    if kind == "artifact_update":
-                        seen.append("artifact:" + get_artifact_text(event.artifact_update.artifact))
-                        continue
-                    status = event.task.status if kind == "task" else event.status_update.status
-                    seen.append(TaskState.Name(status.state))
+                    seen.append(label(event))
                     snapshot.set()
 
             following = asyncio.create_task(follow())

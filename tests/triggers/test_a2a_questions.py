@@ -12,8 +12,9 @@ from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import utcnow
+from elicithub.core.jsonwire import whole_numbers
 from elicithub.runtime.tools import CallContext
-from elicithub.triggers.a2a.questions import PLAIN, Refused, answer_message, build_round, whole_numbers
+from elicithub.triggers.a2a.questions import PLAIN, Refused, answer_message, build_round
 
 AGENT = A2aAgentConfig(id="travel", url="http://127.0.0.1:9300")
 

@@ -6,13 +6,13 @@ import base64
 import hashlib
 import hmac
 import json
-import secrets
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken
 
 from elicithub.auth.keys import Keys
 from elicithub.core.ports import SecretStore
+from elicithub.core.tickets import OnceTickets
 
 
 class BadLink(Exception):
@@ -56,19 +56,10 @@ class LinkSigner:
             raise BadLink("This sign-in link is not valid or has expired.") from None
 
 
-class LinkTickets:
+class LinkTickets(OnceTickets):
     """The single-use tickets of links opened without a hub session, kept in the store so that every instance
     sharing it accepts such a link once (a link seen by the wrong person would connect their account under
     someone else's name)."""
 
     def __init__(self, store: SecretStore) -> None:
-        self.store = store
-
-    async def issue(self, ttl_s: float) -> str:
-        ticket = secrets.token_urlsafe(18)
-        await self.store.put(f"link-once:{ticket}", b"1", max(ttl_s, 1))
-        return ticket
-
-    async def take(self, ticket: str) -> bool:
-        """Use the ticket up; False when it was used (or expired) already."""
-        return await self.store.take(f"link-once:{ticket}") is not None
+        super().__init__(store, "link-once")

@@ -22,3 +22,14 @@ def _refuse(token: str) -> Any:
 def loads(text: str) -> Any:
     """Parse JSON, refusing NaN and Infinity."""
     return json.loads(text, parse_constant=_refuse)
+
+
+def whole_numbers(value: Any) -> Any:
+    """Numbers that crossed a protobuf `Value` (A2A data parts) are doubles: 3.0 is taken back as the 3 it was."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value

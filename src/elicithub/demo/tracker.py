@@ -149,16 +149,8 @@ class _CountRejections:
             await self.app(scope, receive, send)
             return
         # The bearer check answers before anything reads the body, so read it first (requests here are small).
-        messages: list[Message] = []
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request" or not message.get("more_body"):
-                break
-        probe = b'"initialize"' in b"".join(m.get("body", b"") for m in messages)
-
-        async def replaying() -> Message:
-            return messages.pop(0) if messages else await receive()
+        body, replaying = await read_body(receive)
+        probe = b'"initialize"' in body
 
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 401:
@@ -169,6 +161,22 @@ class _CountRejections:
             await send(message)
 
         await self.app(scope, replaying, counting_send)
+
+
+async def read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """A request's whole body, read ahead of the app, and a `receive` that gives the app the same messages again."""
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request" or not message.get("more_body"):
+            break
+    body = b"".join(m.get("body", b"") for m in messages)
+
+    async def replaying() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replaying
 
 
 def base_url(host: str, port: int) -> str:

@@ -84,7 +84,7 @@ class Runner:
         await self._finish(key, record, messages)
         await emit(RunFinished(reason))
 
-    async def run_child(self, record: RunRecord, parent: CallContext, *, resumed: bool = False) -> ToolOutcome:
+    async def run_child(self, record: RunRecord, parent: CallContext, resumed: bool = False) -> ToolOutcome:
         """A delegated run, inside the parent's tool call: its questions show on the parent's stream (with the
         agent path), its own steps on its own run; its last words are the call's result."""
         key = conversation_key(record.user_id, record.conversation_id)
@@ -99,9 +99,7 @@ class Runner:
         record, messages, reason = await self._steps(record, emit, showing, resumed)
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status="finished"))
         await emit(RunFinished(reason))
-        last = messages[-1] if messages else {}
-        text = str(last.get("content") or "") if last.get("role") == "assistant" else ""
-        return ToolOutcome(text, is_error=reason == "error")
+        return ToolOutcome(last_words(messages), is_error=reason == "error")
 
     async def _steps(
         self, record: RunRecord, emit: Emit, showing: Showing, resumed: bool
@@ -218,6 +216,12 @@ class Runner:
                 break
         finished = next_status(record.status, "finish")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
+
+
+def last_words(messages: list[Message]) -> str:
+    """What a finished run said last (its final assistant message), or nothing."""
+    last = messages[-1] if messages else {}
+    return str(last.get("content") or "") if last.get("role") == "assistant" else ""
 
 
 def _assistant_calls(text: str | None, calls: list[dict[str, Any]]) -> Message:

@@ -108,7 +108,7 @@ class Hub:
         )
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         for delegation in delegations:
-            delegation.run_child = lambda child, parent, resumed: runner.run_child(child, parent, resumed=resumed)
+            delegation.run_child = runner.run_child
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}

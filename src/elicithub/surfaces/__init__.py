@@ -10,7 +10,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from starlette.routing import BaseRoute
-from starlette.types import Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core.events import StreamEvent, TextDelta, ToolCallFinished
 
@@ -47,3 +47,14 @@ async def unauthorized(send: Send, *, invalid_token: bool) -> None:
 def bearer_token(authorization: str | None) -> str | None:
     scheme, _, token = (authorization or "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+class AsgiEndpoint:
+    """An ASGI app as a route's endpoint: Starlette hands an object (not a function) the raw request, so a protocol
+    server's own app can answer it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

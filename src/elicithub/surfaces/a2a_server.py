@@ -15,25 +15,17 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
-from a2a.auth.user import UnauthenticatedUser, User
 from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import DefaultServerCallContextBuilder, create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentInterface,
-    AgentSkill,
     CancelTaskRequest,
-    HTTPAuthSecurityScheme,
     Message,
     Part,
-    SecurityRequirement,
-    SecurityScheme,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -41,10 +33,8 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
-from a2a.types.a2a_pb2 import StringList
-from a2a.utils.errors import InvalidParamsError, InvalidRequestError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict
-from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -52,9 +42,11 @@ from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, request_event
 from elicithub.core.ids import check_conversation_id
+from elicithub.core.jsonwire import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces import AsgiEndpoint, bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
 TERMINAL = (
@@ -67,38 +59,6 @@ REMOTE_POLL_S = 0.25
 """How often a subscription to a task running on another hub reads it from the shared store."""
 META = "elicithub"
 """The task metadata key holding where its run paused: `runId`, `after` (event log position), `elicitationIds`."""
-
-
-class HubUser(User):
-    def __init__(self, user_id: str) -> None:
-        self.user_id = user_id
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self.user_id
-
-
-class _Identity(DefaultServerCallContextBuilder):
-    """The caller is the hub user of the request's bearer token (tasks are scoped to them by the SDK)."""
-
-    def __init__(self, user_for: Callable[[str], str | None]) -> None:
-        self.user_for = user_for
-
-    def build_user(self, request: Request) -> User:
-        token = bearer_token(request.headers.get("authorization"))
-        user = self.user_for(token) if token else None
-        return HubUser(user) if user is not None else UnauthenticatedUser()
-
-
-def _caller(context: ServerCallContext | None) -> Caller:
-    user = context.user if context is not None else None
-    if not isinstance(user, HubUser):
-        raise InvalidRequestError(message="No user: send a bearer token of one of the hub's users.")
-    return Caller(user.user_id, supports_elicitation=True)
 
 
 class A2aSurface:
@@ -118,12 +78,12 @@ class A2aSurface:
         self.agents = agents
         self.card = agent_card(public_url, agents)
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
-        rpc = create_jsonrpc_routes(self.handler, "/a2a", _Identity(user_for), enable_v0_3_compat=True)
+        rpc = create_jsonrpc_routes(self.handler, "/a2a", Identity(user_for), enable_v0_3_compat=True)
         endpoint = next(r for r in rpc if isinstance(r, Route) and r.path == "/a2a")
         self._endpoint: ASGIApp = endpoint.app
         self._routes: list[BaseRoute] = [
             *create_agent_card_routes(self.card),
-            Route("/a2a", _Asgi(self._gate), methods=["POST"], include_in_schema=False),
+            Route("/a2a", AsgiEndpoint(self._gate), methods=["POST"], include_in_schema=False),
         ]
 
     @property
@@ -153,7 +113,7 @@ class A2aSurface:
 
     async def take_answer(self, message: Message, context: ServerCallContext) -> None:
         """A message on an interrupted task answers its questions; a bad answer fails the request, task unchanged."""
-        caller = _caller(context)
+        caller = caller_of(context)
         if message.context_id:
             try:
                 check_conversation_id(message.context_id)
@@ -194,7 +154,7 @@ class A2aSurface:
                 if action not in ("accept", "decline", "cancel"):
                     raise InvalidParamsError(message="elicitationResponse.action: accept, decline or cancel.")
                 content = response.get("content") if action == "accept" else None
-                answers.append((response["elicitationId"], Answer(action, _whole_numbers(content))))
+                answers.append((response["elicitationId"], Answer(action, whole_numbers(content))))
             return answers
         text = get_message_text(message)
         forms = [e for e in await self.waiting(caller, asked) if e.mode == "form"]
@@ -207,7 +167,7 @@ class A2aSurface:
         return [(forms[0].id, Answer("accept", {field: text}))]
 
     async def cancel_questions(self, task_id: str, context: ServerCallContext) -> None:
-        caller = _caller(context)
+        caller = caller_of(context)
         task = await self.tasks.get(task_id, context)
         if task is None:
             return
@@ -287,7 +247,7 @@ class _Executor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         surface = self.surface
-        caller = _caller(context.call_context)
+        caller = caller_of(context.call_context)
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         task = context.current_task
@@ -382,45 +342,3 @@ def _only_string_field(elicitation: Elicitation) -> str | None:
         return None
     [(name, schema)] = properties.items()
     return name if isinstance(schema, dict) and schema.get("type") == "string" else None
-
-
-def _whole_numbers(content: Any) -> Any:
-    """Data parts are protobuf Values, so an integer arrives as a float: 3.0 is taken back as 3."""
-    if isinstance(content, dict):
-        return {k: _whole_numbers(v) for k, v in content.items()}
-    if isinstance(content, list):
-        return [_whole_numbers(v) for v in content]
-    if isinstance(content, float) and content.is_integer():
-        return int(content)
-    return content
-
-
-def agent_card(public_url: str, agents: dict[str, str]) -> AgentCard:
-    base = public_url.rstrip("/")
-    bearer = SecurityScheme(
-        http_auth_security_scheme=HTTPAuthSecurityScheme(
-            scheme="bearer", description="A token of one of the hub's users (config users:)."
-        )
-    )
-    return AgentCard(
-        name="elicithub",
-        description="The hub's assistant: it calls tools, and asks you when a tool needs your input or a sign-in.",
-        version="1.0.0",
-        supported_interfaces=[AgentInterface(url=f"{base}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=AgentCapabilities(streaming=True),
-        security_schemes={"bearer": bearer},
-        security_requirements=[SecurityRequirement(schemes={"bearer": StringList()})],
-        default_input_modes=["text/plain", "application/json"],
-        default_output_modes=["text/plain", "application/json"],
-        skills=[
-            AgentSkill(id=name, name=name, description=text, tags=["elicitation"]) for name, text in agents.items()
-        ],
-    )
-
-
-class _Asgi:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)

@@ -27,7 +27,7 @@ from elicithub.core.elicitation import Answer, Elicitation, Invalid, State, deci
 from elicithub.core.events import RunFinished, RunPaused, StreamEvent
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces import AsgiEndpoint, bearer_token, text_after_tools, unauthorized
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
 
 MRTR = "2026-07-28"
@@ -66,7 +66,7 @@ class McpSurface:
         self._endpoint: ASGIApp = endpoint.app
         # An ASGI app, not a function, so Starlette hands it the raw request.
         self.routes: list[BaseRoute] = [
-            Route("/mcp", _Asgi(self._gate), methods=["GET", "POST", "DELETE"], include_in_schema=False)
+            Route("/mcp", AsgiEndpoint(self._gate), methods=["GET", "POST", "DELETE"], include_in_schema=False)
         ]
 
     def lifespan(self) -> Any:
@@ -270,14 +270,6 @@ class McpSurface:
             await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
         except (AlreadyResolved, Expired):
             pass
-
-
-class _Asgi:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
 
 
 def _modes(capabilities: mt.ClientCapabilities | None) -> set[str]:

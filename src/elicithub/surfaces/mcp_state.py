@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from elicithub.core.ports import SecretStore
+from elicithub.core.tickets import OnceTickets
 from elicithub.errors import BadRequest
 
 
@@ -56,12 +56,10 @@ class Tickets:
     """One-time tickets in the store: issued with a round, taken once by the retry that answers it."""
 
     def __init__(self, store: SecretStore) -> None:
-        self.store = store
+        self.once = OnceTickets(store, "mcp-round")
 
     async def issue(self, ttl_s: float) -> str:
-        ticket = secrets.token_urlsafe(18)
-        await self.store.put(f"mcp-round:{ticket}", b"1", ttl_s)
-        return ticket
+        return await self.once.issue(ttl_s)
 
     async def take(self, state: RoundState, user_id: str, arguments: dict[str, Any]) -> None:
         """Check the state against this retry, then use its ticket up; raises StateRefused."""
@@ -71,5 +69,5 @@ class Tickets:
             raise StateRefused("This requestState was issued for a call with other arguments.")
         if state.expires_at <= time.time():
             raise StateRefused("This requestState has expired; call the tool again without it.")
-        if await self.store.take(f"mcp-round:{state.ticket}") is None:
+        if not await self.once.take(state.ticket):
             raise StateRefused("This requestState was already used; a retry is accepted once.")

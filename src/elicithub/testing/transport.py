@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -31,14 +32,15 @@ class _Pipes:
         self.to_client, self.from_server = anyio.create_memory_object_stream[SessionMessage | Exception](buffer)
 
 
-class _Streams:
+class _Streams(ABC):
     """An async context manager over a generator of streams (a Transport, as the SDK's Client takes it)."""
 
     def __init__(self) -> None:
         self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
 
+    @abstractmethod
     def _connect(self) -> AbstractAsyncContextManager[TransportStreams]:
-        raise NotImplementedError
+        """The streams of one connection, open for as long as the context is."""
 
     async def __aenter__(self) -> TransportStreams:
         self._cm = self._connect()

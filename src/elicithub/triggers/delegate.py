@@ -16,6 +16,7 @@ from elicithub.config import AgentConfig
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import RunStore
 from elicithub.core.runs import RunRecord
+from elicithub.runtime.loop import last_words
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
 
@@ -55,8 +56,7 @@ class DelegateTrigger:
         if resume is not None and resume.trigger == "delegate":
             child = await self.runs.get(str(resume.state.get("childRunId")))
         if child is not None and child.status == "finished":
-            last = child.messages[-1] if child.messages else {}
-            return ToolOutcome(str(last.get("content") or ""))
+            return ToolOutcome(last_words(child.messages))
         if child is not None:
             return await self.run_child(child, context, True)
         child = RunRecord(

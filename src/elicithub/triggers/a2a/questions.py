@@ -20,6 +20,7 @@ from a2a.types import Message, Part, Role, Task, TaskState
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation, utcnow
+from elicithub.core.jsonwire import whole_numbers
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.runtime.tools import CallContext
 
@@ -51,17 +52,6 @@ def _remote_events(task: Task) -> list[dict[str, Any]]:
     parts = task.status.message.parts if task.status.HasField("message") else []
     found = [d["elicitation"] for d in get_data_parts(parts) if isinstance(d, dict) and "elicitation" in d]
     return [e for e in found if isinstance(e, dict) and isinstance(e.get("elicitationId"), str)]
-
-
-def whole_numbers(value: Any) -> Any:
-    """A data part's numbers are doubles on the wire (`google.protobuf.Value`): 3.0 comes back as the 3 it was."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [whole_numbers(v) for v in value]
-    return value
 
 
 def _link(task: Task) -> str | None:

@@ -1,0 +1,79 @@
+"""Who calls the hub's A2A server, and the agent card that tells clients how: bearer tokens of the hub's users."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from a2a.auth.user import UnauthenticatedUser, User
+from a2a.server.context import ServerCallContext
+from a2a.server.routes import DefaultServerCallContextBuilder
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+)
+from a2a.types.a2a_pb2 import StringList
+from a2a.utils.errors import InvalidRequestError
+from starlette.requests import Request
+
+from elicithub.runtime.conversations import Caller
+from elicithub.surfaces import bearer_token
+
+
+class HubUser(User):
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self.user_id
+
+
+class Identity(DefaultServerCallContextBuilder):
+    """The caller is the hub user of the request's bearer token (tasks are scoped to them by the SDK)."""
+
+    def __init__(self, user_for: Callable[[str], str | None]) -> None:
+        self.user_for = user_for
+
+    def build_user(self, request: Request) -> User:
+        token = bearer_token(request.headers.get("authorization"))
+        user = self.user_for(token) if token else None
+        return HubUser(user) if user is not None else UnauthenticatedUser()
+
+
+def caller_of(context: ServerCallContext | None) -> Caller:
+    user = context.user if context is not None else None
+    if not isinstance(user, HubUser):
+        raise InvalidRequestError(message="No user: send a bearer token of one of the hub's users.")
+    return Caller(user.user_id, supports_elicitation=True)
+
+
+def agent_card(public_url: str, agents: dict[str, str]) -> AgentCard:
+    base = public_url.rstrip("/")
+    bearer = SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="bearer", description="A token of one of the hub's users (config users:)."
+        )
+    )
+    return AgentCard(
+        name="elicithub",
+        description="The hub's assistant: it calls tools, and asks you when a tool needs your input or a sign-in.",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=f"{base}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        security_schemes={"bearer": bearer},
+        security_requirements=[SecurityRequirement(schemes={"bearer": StringList()})],
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            AgentSkill(id=name, name=name, description=text, tags=["elicitation"]) for name, text in agents.items()
+        ],
+    )
