@@ -22,16 +22,16 @@ from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 router = APIRouter()
 
 
-def get_hub(request: Request) -> Hub:
+async def get_hub(request: Request) -> Hub:
     hub: Hub = request.app.state.hub
     return hub
 
 
-def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str | None:
+async def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str | None:
     return hub.identity(request)
 
 
-def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
+async def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
     supports = request.headers.get("x-supports-elicitation", "").strip().lower() == "true"
     return Caller(hub.identity(request), supports)
 

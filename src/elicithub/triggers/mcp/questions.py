@@ -30,6 +30,8 @@ class Question:
         self.timeout_s = timeout_s
         self.failure: str | None = None
         """Set when a question ended the call on our side (unsupported, expired); it becomes the tool error."""
+        self.asked = False
+        """Whether the call has asked anything yet (so the server saw it: it must not be sent again)."""
 
     @property
     def asker(self) -> Asker:
@@ -76,6 +78,7 @@ class Question:
 
     async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
         """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again."""
+        self.asked = True
         elicitation = self.build(params)
         [resolution] = await self.asker.ask([elicitation], trigger="mcp", state={"kind": "rerun"})
         return self.result(elicitation, resolution)
@@ -84,6 +87,7 @@ class Question:
         self, requests: dict[str, mt.ElicitRequest], round_: mt.InputRequiredResult, rounds: int
     ) -> dict[str, mt.ElicitResult]:
         """One 2026-07-28 round: every question is shown at once and answered independently."""
+        self.asked = True
         keys = list(requests)
         elicitations = [self.build(requests[k].params) for k in keys]
         state = {

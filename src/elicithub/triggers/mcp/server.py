@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from typing import Any
@@ -16,6 +18,7 @@ import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
@@ -27,6 +30,7 @@ from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.questions import Question, Refused
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
+from elicithub.triggers.mcp.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -65,41 +69,43 @@ class McpServerTrigger:
         self.listings = shared.listings
         self._tools: tuple[float, list[ToolSpec]] | None = None
         self._listing = asyncio.Lock()
+        self._sessions = Sessions(self._client, server.id) if server.url is not None else None
 
     @property
     def prefix(self) -> str:
         return self.server.id
 
     async def close(self) -> None:
-        return None  # the HTTP client is shared; whoever made it closes it
+        if self._sessions is not None:  # the HTTP client under them is shared; whoever made it closes it
+            await self._sessions.close()
 
-    def _client(self, question: Question | None = None) -> Client:
+    def _client(self) -> Client:
         if self.server.url is not None:
             target: Any = streamable_http_client(self.server.url, http_client=self.http)
         else:
             assert self.server.command is not None
             target = StdioServerParameters(command=self.server.command[0], args=self.server.command[1:])
-
-        async def on_elicit(
-            context: ClientRequestContext, params: mt.ElicitRequestParams
-        ) -> mt.ElicitResult | mt.ErrorData:
-            if question is None:
-                return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
-            try:
-                return await question.ask(params)
-            except Refused as exc:
-                question.failure = str(exc)
-                return mt.ErrorData(code=mt.INVALID_REQUEST, message=str(exc))
-
         return Client(
             target,
             mode=self.server.protocol,
-            elicitation_callback=on_elicit,
+            elicitation_callback=_on_elicit,
             sampling_callback=self._sample,
             list_roots_callback=_no_roots,
             client_info=CLIENT_INFO,
             cache=None,
         )
+
+    @contextlib.asynccontextmanager
+    async def _session(self, auth: CallAuth) -> AsyncIterator[Client]:
+        """A session for one call or listing, its requests carrying `auth`: a kept one over HTTP; over stdio the
+        server's process lives for the call (its messages carry no call context to tell callers apart)."""
+        with authorized(auth):
+            if self._sessions is None:
+                async with self._client() as client:
+                    yield client
+            else:
+                async with self._sessions.using(auth) as client:
+                    yield client
 
     # -- listing
 
@@ -149,14 +155,15 @@ class McpServerTrigger:
         """The server's tools, listed with `header` (raises when it refuses); kept here and in the store."""
         server = self.server
         cached = self._tools[1] if self._tools is not None else None
-        with authorized(CallAuth(header)) as auth:
-            try:
-                async with self._client() as client:
-                    listed = await client.list_tools()
-            except Exception:
-                if header is not None and auth.rejected and server.credential_scope == "user":
-                    return cached if cached is not None else self._declared()
-                raise
+        auth = CallAuth(header)
+        try:
+            async with self._session(auth) as client:
+                listed = await client.list_tools()
+        except Exception as exc:
+            self._forget_session(auth, exc)
+            if header is not None and auth.rejected and server.credential_scope == "user":
+                return cached if cached is not None else self._declared()
+            raise
         specs = [ToolSpec(t.name, t.description or t.title or t.name, dict(t.input_schema)) for t in listed.tools]
         self._tools = (time.monotonic(), specs)
         if server.credential_scope == "user" and self.listings is not None:
@@ -224,10 +231,9 @@ class McpServerTrigger:
         server_id = self.server.id
         question = Question(self.broker, context, server_id, tool, self.timeout_s)
         resume = context.asker.resume_from() if context.asker is not None else None
+        asking = _question.set(question)
         try:
-            with authorized(auth):
-                async with self._client(question) as client:
-                    result = await self._rounds(client, tool, arguments, question, resume)
+            result = await self._attempt(tool, arguments, question, resume, auth)
         except Exception as exc:
             refused = _leaf(exc)
             if isinstance(refused, Refused):
@@ -244,9 +250,33 @@ class McpServerTrigger:
                 return ToolOutcome("unauthorized", is_error=True)
             log.warning("call to %s.%s failed: %s", server_id, tool, _reason(exc))
             return ToolOutcome(f"The MCP server {server_id} failed during {tool}: {_reason(exc)}", is_error=True)
+        finally:
+            _question.reset(asking)
         if question.failure is not None:
             return ToolOutcome(question.failure, is_error=True)
         return ToolOutcome(_text(result), is_error=bool(result.is_error))
+
+    async def _attempt(
+        self, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None, auth: CallAuth
+    ) -> mt.CallToolResult:
+        """The call on a kept session; once more on a new one when the server had forgotten the session (its 404
+        means it never saw the call)."""
+        for attempt in (1, 2):
+            try:
+                async with self._session(auth) as client:
+                    return await self._rounds(client, tool, arguments, question, resume)
+            except Exception as exc:
+                self._forget_session(auth, exc)
+                if attempt == 2 or not _session_gone(exc) or question.asked:
+                    raise
+                log.info("%s forgot its session; calling %s on a new one", self.server.id, tool)
+        raise AssertionError("unreachable")
+
+    def _forget_session(self, auth: CallAuth, exc: BaseException) -> None:
+        """A refused token or a broken connection ends the session for everyone using it; a protocol error
+        about one request (a JSON-RPC error) leaves it open."""
+        if self._sessions is not None and (auth.rejected or _session_gone(exc) or not isinstance(_leaf(exc), MCPError)):
+            self._sessions.discard(auth)
 
     async def _rounds(
         self, client: Client, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None
@@ -321,6 +351,31 @@ class McpServerTrigger:
 
 
 _NOBODY = CallContext("", "", None, False)
+
+_question: contextvars.ContextVar[Question | None] = contextvars.ContextVar("elicithub_mcp_question", default=None)
+"""The questions of the call in progress. A kept session serves many calls; the SDK runs a server's request in
+the context of the call whose request it answers, so this finds the call that asks."""
+
+
+async def _on_elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult | mt.ErrorData:
+    question = _question.get()
+    if question is None:
+        return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
+    try:
+        return await question.ask(params)
+    except Refused as exc:
+        question.failure = str(exc)
+        return mt.ErrorData(code=mt.INVALID_REQUEST, message=str(exc))
+
+
+def _session_gone(exc: BaseException) -> bool:
+    """The server answered 404 for the session id: it restarted or expired the session, and ran nothing."""
+    leaf = _leaf(exc)
+    return (
+        isinstance(leaf, MCPError)
+        and leaf.error.code == mt.INVALID_REQUEST
+        and leaf.error.message == "Session terminated"
+    )
 
 
 async def _no_roots(context: ClientRequestContext) -> mt.ListRootsResult:

@@ -1,0 +1,142 @@
+"""Downstream MCP sessions kept open per server and credential, so a tool call does not pay for a new one.
+
+A session's `Client` lives in a task of its own (the SDK's task groups must close in the task that opened them).
+Calls share it concurrently: the SDK runs each outgoing request, and a server's requests back to the hub, in the
+context of the call that sent it, so every call keeps its own Authorization check (`CallAuth`) and its own
+questions (`current_question`). The session's tool listing stays with it, so a result needs no new `tools/list`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from mcp import Client
+
+from elicithub.triggers.http import CallAuth, authorized
+
+log = logging.getLogger(__name__)
+
+MAX_SESSIONS = 64
+"""Sessions kept per server (one per credential in use). Past it the least recently used idle one is closed."""
+IDLE_S = 300.0
+"""A session nobody used for this long is closed; the next call opens a new one."""
+TRIM_EVERY_S = 30.0
+CLOSE_S = 5.0
+
+
+@dataclass(eq=False)
+class _Session:
+    header: str | None
+    opened: asyncio.Future[Client]
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    in_use: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+    broken: bool = False
+
+
+class Sessions:
+    """The open sessions to one MCP server, keyed by the Authorization header they carry."""
+
+    def __init__(self, connect: Callable[[], Client], server_id: str, max_sessions: int = MAX_SESSIONS) -> None:
+        self._connect = connect
+        self._server_id = server_id
+        self._max = max_sessions
+        self._open: dict[str | None, _Session] = {}
+        self._trimmed = time.monotonic()
+
+    @contextlib.asynccontextmanager
+    async def using(self, auth: CallAuth) -> AsyncIterator[Client]:
+        """A session carrying `auth.header`, opened if needed (its opening's 401/403 is noted on `auth`)."""
+        if time.monotonic() - self._trimmed > TRIM_EVERY_S:
+            self._trim()
+        session = self._open.get(auth.header)
+        if session is None or session.broken:
+            session = self._start(auth)
+        session.in_use += 1
+        try:
+            client = await asyncio.shield(session.opened)
+            yield client
+        except BaseException:
+            if session.opened.done() and session.opened.exception() is not None:
+                self._discard(session)
+            raise
+        finally:
+            session.in_use -= 1
+            session.last_used = time.monotonic()
+            if session.broken and not session.in_use:
+                session.closing.set()  # discarded while in use: its last call closes it
+
+    def discard(self, auth: CallAuth) -> None:
+        """Close the session carrying `auth.header` once its calls are done (its token was refused, or the
+        server forgot the session): the next call opens a new one."""
+        session = self._open.get(auth.header)
+        if session is not None:
+            self._discard(session)
+
+    def _start(self, auth: CallAuth) -> _Session:
+        self._trim()
+        session = _Session(auth.header, asyncio.get_running_loop().create_future())
+        # A fresh context: the session's own tasks must not carry the first caller's question or span.
+        session.task = asyncio.get_running_loop().create_task(self._hold(session, auth), context=contextvars.Context())
+        self._open[auth.header] = session
+        return session
+
+    async def _hold(self, session: _Session, auth: CallAuth) -> None:
+        try:
+            with authorized(auth):  # the opening requests answer to the first caller's auth check
+                async with self._connect() as client:
+                    session.opened.set_result(client)
+                    await session.closing.wait()
+        except Exception as exc:
+            if session.opened.done():
+                log.info("the session to %s ended: %s", self._server_id, exc)
+            else:
+                _fail(session.opened, exc)
+        finally:
+            session.broken = True
+            if not session.opened.done():
+                _fail(session.opened, ConnectionError(f"the session to {self._server_id} closed"))
+            if self._open.get(session.header) is session:
+                del self._open[session.header]
+
+    def _discard(self, session: _Session) -> None:
+        session.broken = True
+        if self._open.get(session.header) is session:
+            del self._open[session.header]
+        if not session.in_use:
+            session.closing.set()
+
+    def _trim(self) -> None:
+        """Close sessions idle too long, and the least recently used idle ones past the bound."""
+        now = self._trimmed = time.monotonic()
+        for session in list(self._open.values()):
+            if session.in_use == 0 and now - session.last_used > IDLE_S:
+                self._discard(session)
+        idle = sorted((s for s in self._open.values() if s.in_use == 0), key=lambda s: s.last_used)
+        while len(self._open) >= self._max and idle:
+            self._discard(idle.pop(0))
+
+    async def close(self) -> None:
+        sessions = list(self._open.values())
+        self._open.clear()
+        tasks = []
+        for session in sessions:
+            session.closing.set()
+            if session.task is not None:
+                tasks.append(session.task)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=CLOSE_S)
+            for task in pending:
+                task.cancel()
+
+
+def _fail(opened: asyncio.Future[Client], exc: BaseException) -> None:
+    opened.set_exception(exc)
+    opened.exception()  # seen: nobody may be waiting any more, and asyncio would log it as never retrieved
