@@ -10,7 +10,8 @@ POSTed to `/run/api/elicitation-responses` the moment the elicitation-request ch
 `[DONE]` and its text checked. Reported: round trips/s, latency percentiles (chat POST sent -> `[DONE]`), errors,
 and the CPU seconds per round trip that each process used (its own /proc accounting: hubs, MCP server, redis,
 this load generator). The clients use aiohttp, which costs less CPU per request than httpx, because they share
-the machine's 2 cores with everything they measure.
+the machine's 2 cores with everything they measure. A setup named `+fast` runs its hubs with
+`--loop uvloop --http httptools` (the `fast` extra), the others with `--loop asyncio --http h11`.
 """
 
 from __future__ import annotations
@@ -184,17 +185,22 @@ def run_setup(setup: str, workdir: Path, chats: int, seconds: float, warmup: flo
             "elicitation": {"timeout_s": 60},
         }
         processes: list[tuple[subprocess.Popen[bytes], int]] = []
-        if setup == "sqlite":
-            config["store"] = {"url": f"sqlite:///{workdir / 'load.db'}"}
-            processes.append(serve(workdir, "hub-sqlite", config))
-        elif setup == "redis2":
+        store, _, fast = setup.partition("+")
+        options = ["--loop", "uvloop", "--http", "httptools"] if fast else ["--loop", "asyncio", "--http", "h11"]
+        if store == "sqlite":
+            config["store"] = {"url": f"sqlite:///{workdir / f'{setup}.db'}"}
+            processes.append(serve(workdir, f"hub-{setup}", config, options))
+        elif store == "redis2":
             redis, redis_port = start_redis(workdir)
             running.callback(stop, redis)
             pids["redis"] = redis.pid
             config["store"] = {"url": f"redis://127.0.0.1:{redis_port}/0"}
-            processes += [serve(workdir, "hub-a", config), serve(workdir, "hub-b", config)]
+            processes += [
+                serve(workdir, f"hub-a-{setup}", config, options),
+                serve(workdir, f"hub-b-{setup}", config, options),
+            ]
         else:
-            raise SystemExit(f"unknown setup {setup!r} (sqlite, redis2)")
+            raise SystemExit(f"unknown setup {setup!r} (sqlite, redis2, each optionally +fast)")
         for i, (process, port) in enumerate(processes):
             running.callback(stop, process)
             wait_for_port(port, process)
@@ -214,7 +220,7 @@ def table(outcomes: list[Outcome]) -> Iterator[str]:
         lat = o.tally.latencies
         hubs = sum(v for k, v in o.cpu.items() if k.startswith("hub"))
         each = " + ".join(f"{1000 * v / n:.2f}" for k, v in o.cpu.items() if k.startswith("hub"))
-        hub_cell = f"{1000 * hubs / n:.2f}" + (f" ({each})" if o.setup == "redis2" else "")
+        hub_cell = f"{1000 * hubs / n:.2f}" + (f" ({each})" if o.setup.startswith("redis2") else "")
         others = ", ".join(f"{k} {1000 * v / n:.2f}" for k, v in o.cpu.items() if not k.startswith("hub"))
         errors = sum(o.tally.errors.values())
         yield (
@@ -231,7 +237,11 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=50, help="concurrent chats (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per setup (default 20)")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of load before measuring (default 3)")
-    parser.add_argument("--setups", default="sqlite,redis2", help="comma-separated: sqlite, redis2")
+    parser.add_argument(
+        "--setups",
+        default="sqlite,sqlite+fast,redis2,redis2+fast",
+        help="comma-separated: sqlite, redis2; +fast: the hubs on uvloop and httptools (else asyncio and h11)",
+    )
     parser.add_argument("--profile", type=Path, help="sample each hub with py-spy into this folder and summarise")
     args = parser.parse_args()
     load = os.getloadavg()[0]

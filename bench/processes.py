@@ -60,13 +60,16 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def serve(workdir: Path, name: str, config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int]:
-    """`elicithub serve` with this config; wait_for_port before use."""
+def serve(
+    workdir: Path, name: str, config: dict[str, Any], options: list[str] | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`elicithub serve` with this config (and command-line `options`); wait_for_port before use."""
     path = workdir / f"{name}.yaml"
     path.write_text(json.dumps(config))  # JSON is YAML
     port = free_port()
     process = spawn(
-        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port)], workdir / f"{name}.log"
+        [*elicithub_command(), "serve", "--config", str(path), "--port", str(port), *(options or [])],
+        workdir / f"{name}.log",
     )
     return process, port
 

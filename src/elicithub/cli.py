@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +25,18 @@ def _load(path: Path | None) -> Config:
         raise typer.Exit(2) from None
 
 
+class Loop(StrEnum):
+    auto = "auto"
+    asyncio = "asyncio"
+    uvloop = "uvloop"
+
+
+class Http(StrEnum):
+    auto = "auto"
+    h11 = "h11"
+    httptools = "httptools"
+
+
 @app.command()
 def serve(
     config: Annotated[Path | None, typer.Option("--config", help="YAML config; embedded defaults without it.")] = None,
@@ -35,6 +49,12 @@ def serve(
             help="This hub's name among hubs sharing a store (default: host:port); keep it across restarts.",
         ),
     ] = None,
+    loop: Annotated[
+        Loop, typer.Option(help="Event loop: uvloop when installed (the `fast` extra), else asyncio.")
+    ] = Loop.auto,
+    http: Annotated[
+        Http, typer.Option(help="HTTP parser: httptools when installed (the `fast` extra), else h11.")
+    ] = Http.auto,
 ) -> None:
     """Run the hub."""
     import socket
@@ -44,6 +64,12 @@ def serve(
     from elicithub.server.app import create_app
     from elicithub.server.hub import Hub
 
+    for wanted, module in ((loop.value, "uvloop"), (http.value, "httptools")):
+        if wanted == module and importlib.util.find_spec(module) is None:
+            typer.echo(
+                f"error: {module} is not installed; install the fast extra: pip install 'elicithub[fast]'", err=True
+            )
+            raise typer.Exit(2)
     loaded = _load(config)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     address = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
@@ -59,7 +85,15 @@ def serve(
     except HubError as exc:  # an unusable key or store: say so, without a traceback
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    uvicorn.run(create_app(loaded, hub), host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+    uvicorn.run(
+        create_app(loaded, hub),
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+        loop=loop.value,
+        http=http.value,
+    )
 
 
 @app.command("test")

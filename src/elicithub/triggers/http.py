@@ -19,6 +19,9 @@ class CallAuth:
     header: str | None
     rejected: bool = False
     insufficient_scope: str | None = None
+    session_lost: bool = False
+    """The server answered 404 to a request in an MCP session: it no longer knows the session (restarted, or
+    expired it), so it ran nothing; a new session may send the request again."""
 
 
 _call_auth: contextvars.ContextVar[CallAuth | None] = contextvars.ContextVar("elicithub_call_auth", default=None)
@@ -36,6 +39,8 @@ class ContextAuth(httpx2.Auth):
             return
         if response.status_code == 401:
             auth.rejected = True
+        elif response.status_code == 404 and "mcp-session-id" in request.headers:
+            auth.session_lost = True
         elif response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
             auth.insufficient_scope = extract_field_from_www_auth(response, "scope") or ""
 

@@ -267,15 +267,16 @@ class McpServerTrigger:
                     return await self._rounds(client, tool, arguments, question, resume)
             except Exception as exc:
                 self._forget_session(auth, exc)
-                if attempt == 2 or not _session_gone(exc) or question.asked:
+                if attempt == 2 or not auth.session_lost or question.asked:
                     raise
+                auth.session_lost = False
                 log.info("%s forgot its session; calling %s on a new one", self.server.id, tool)
         raise AssertionError("unreachable")
 
     def _forget_session(self, auth: CallAuth, exc: BaseException) -> None:
         """A refused token or a broken connection ends the session for everyone using it; a protocol error
         about one request (a JSON-RPC error) leaves it open."""
-        if self._sessions is not None and (auth.rejected or _session_gone(exc) or not isinstance(_leaf(exc), MCPError)):
+        if self._sessions is not None and (auth.rejected or auth.session_lost or not isinstance(_leaf(exc), MCPError)):
             self._sessions.discard(auth)
 
     async def _rounds(
@@ -366,16 +367,6 @@ async def _on_elicit(context: ClientRequestContext, params: mt.ElicitRequestPara
     except Refused as exc:
         question.failure = str(exc)
         return mt.ErrorData(code=mt.INVALID_REQUEST, message=str(exc))
-
-
-def _session_gone(exc: BaseException) -> bool:
-    """The server answered 404 for the session id: it restarted or expired the session, and ran nothing."""
-    leaf = _leaf(exc)
-    return (
-        isinstance(leaf, MCPError)
-        and leaf.error.code == mt.INVALID_REQUEST
-        and leaf.error.message == "Session terminated"
-    )
 
 
 async def _no_roots(context: ClientRequestContext) -> mt.ListRootsResult:

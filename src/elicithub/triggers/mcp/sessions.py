@@ -92,6 +92,10 @@ class Sessions:
         try:
             with authorized(auth):  # the opening requests answer to the first caller's auth check
                 async with self._connect() as client:
+                    # The SDK checks each result against the tool's output schema, listing the tools when it has
+                    # not yet: list them once here, not once per concurrent first call.
+                    with contextlib.suppress(Exception):
+                        await client.list_tools()
                     session.opened.set_result(client)
                     await session.closing.wait()
         except Exception as exc:

@@ -1,0 +1,265 @@
+"""Kept downstream MCP sessions: one per server and credential, shared by concurrent calls, renewed when lost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from elicithub.config import McpServerConfig
+from elicithub.core.broker import Broker
+from elicithub.core.elicitation import Answer
+from elicithub.core.events import RunPaused
+from elicithub.runtime.asker import Asker
+from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.store import MemoryStore
+from elicithub.triggers.http import CallAuth
+from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers
+from tests.conftest import free_port, wait_for_port
+
+pytestmark = pytest.mark.anyio
+
+
+class Region(BaseModel):
+    region: str = Field(json_schema_extra={"enum": ["us-east-1", "eu-west-1"]})
+
+
+def mcp_app() -> ASGIApp:
+    server = MCPServer("kept-sessions")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Echo the text back."""
+        return f"echo: {text}"
+
+    @server.tool()
+    async def provision(name: str, ctx: Context) -> str:
+        """Asks which region."""
+        answer = await ctx.elicit(f"Which region should {name} live in?", Region)
+        return f"{name} in {answer.data.region}" if answer.action == "accept" else f"{name}: {answer.action}"
+
+    return server.streamable_http_app()
+
+
+@dataclass
+class Seen:
+    """What reached the server: each JSON-RPC request's method, session id and Authorization header."""
+
+    requests: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+
+    def methods(self) -> list[str]:
+        return [m for m, _, _ in self.requests]
+
+
+class Recording:
+    """Records requests, and refuses the bearer token `bad` with a 401 as a protected server would."""
+
+    def __init__(self, app: ASGIApp, seen: Seen) -> None:
+        self.app, self.seen = app, seen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        method = json.loads(body).get("method") if body else None
+        if method is not None:
+            self.seen.requests.append((method, headers.get("mcp-session-id"), headers.get("authorization")))
+        if headers.get("authorization") == "Bearer bad":
+            await send({"type": "http.response.start", "status": 401, "headers": [(b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class Downstream:
+    """The test server on a fixed port, in a thread; `restart()` brings up a new one there (its sessions lost)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.seen = Seen()
+        self._start()
+
+    def _start(self) -> None:
+        app = Recording(mcp_app(), self.seen)
+        # Kept sessions hold a stream open: a restart must not wait for the hub to close it.
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self._start()
+
+
+@pytest.fixture
+def downstream() -> Iterator[Downstream]:
+    server = Downstream()
+    yield server
+    server.stop()
+
+
+class Nowhere:
+    async def publish(self, elicitation: Any, event: Any) -> None:
+        return None
+
+
+async def make_trigger(url: str) -> tuple[McpServerTrigger, Broker, Any]:
+    broker = Broker(MemoryStore(), Nowhere())
+    await broker.start()
+    http = downstream_client(60)
+    [trigger] = mcp_triggers([McpServerConfig(id="kept", url=url, protocol="legacy")], McpShared(broker, http, 60, 5))
+    return trigger, broker, http
+
+
+def context(user: str, run: str, asker: Asker | None = None) -> CallContext:
+    return CallContext(f"conv_{run}", run, user, True, asker)
+
+
+async def test_calls_share_one_session_and_list_tools_once(downstream: Downstream) -> None:
+    trigger, broker, http = await make_trigger(downstream.url)
+    try:
+        outcomes = await asyncio.gather(
+            *(trigger.call("echo", {"text": str(i)}, context("alice", "r")) for i in range(5))
+        )
+        assert [o.text for o in outcomes] == [f"echo: {i}" for i in range(5)]
+        assert await trigger.call("echo", {"text": "again"}, context("alice", "r")) == ToolOutcome("echo: again")
+    finally:
+        await trigger.close()
+        await http.aclose()
+        await broker.close()
+    methods = downstream.seen.methods()
+    assert methods.count("initialize") == 1
+    assert methods.count("tools/call") == 6
+    assert methods.count("tools/list") == 1  # on opening, for the SDK's output-schema checks
+    assert len({s for m, s, _ in downstream.seen.requests if m == "tools/call"}) == 1
+
+
+async def test_concurrent_questions_on_one_session_reach_their_own_calls(downstream: Downstream) -> None:
+    trigger, broker, http = await make_trigger(downstream.url)
+    paused: dict[str, RunPaused] = {}
+    both = asyncio.Event()
+
+    def asker_for(run: str) -> Asker:
+        async def emit(event: Any) -> None:
+            if isinstance(event, RunPaused):
+                paused[run] = event
+                if len(paused) == 2:
+                    both.set()
+
+        return Asker(broker, emit=emit)
+
+    try:
+        calls = {
+            user: asyncio.create_task(
+                trigger.call("provision", {"name": user}, context(user, f"run_{user}", asker_for(f"run_{user}")))
+            )
+            for user in ("alice", "bob")
+        }
+        with anyio.fail_after(10):
+            await both.wait()
+        asked = {run: await broker.store.get(p.elicitation_ids[0]) for run, p in paused.items()}
+        assert {run: (e.user_id, e.message) for run, e in asked.items() if e is not None} == {
+            "run_alice": ("alice", "Which region should alice live in?"),
+            "run_bob": ("bob", "Which region should bob live in?"),
+        }
+        # Each person answers only their own question; each call gets its own answer.
+        await broker.respond(paused["run_bob"].elicitation_ids[0], Answer("accept", {"region": "us-east-1"}), "bob")
+        await broker.respond(paused["run_alice"].elicitation_ids[0], Answer("accept", {"region": "eu-west-1"}), "alice")
+        with anyio.fail_after(10):
+            assert (await calls["alice"]).text == "alice in eu-west-1"
+            assert (await calls["bob"]).text == "bob in us-east-1"
+    finally:
+        await trigger.close()
+        await http.aclose()
+        await broker.close()
+    assert downstream.seen.methods().count("initialize") == 1
+
+
+async def test_a_restarted_server_gets_a_new_session_and_the_call_is_made_once(downstream: Downstream) -> None:
+    trigger, broker, http = await make_trigger(downstream.url)
+    try:
+        assert (await trigger.call("echo", {"text": "before"}, context("alice", "r"))).text == "echo: before"
+        await asyncio.to_thread(downstream.restart)  # the new server knows no session: 404, a new one, the call
+        assert (await trigger.call("echo", {"text": "after"}, context("alice", "r"))).text == "echo: after"
+    finally:
+        await trigger.close()
+        await http.aclose()
+        await broker.close()
+    requests = downstream.seen.requests
+    assert [m for m, _, _ in requests].count("initialize") == 2
+    calls = [session for method, session, _ in requests if method == "tools/call"]
+    assert len(calls) == 3 and calls[1] == calls[0] != calls[2]  # the one refused with 404, then the new session
+
+
+async def test_sessions_are_kept_per_credential_and_a_refused_one_is_dropped(downstream: Downstream) -> None:
+    trigger, broker, http = await make_trigger(downstream.url)
+    try:
+        for header in ("Bearer alice-token", "Bearer bob-token", "Bearer alice-token"):
+            auth = CallAuth(header)
+            outcome = await trigger._call("echo", {"text": header}, context("alice", "r"), auth)
+            assert outcome.text == f"echo: {header}" and not auth.rejected
+        refused = CallAuth("Bearer bad")
+        outcome = await trigger._call("echo", {"text": "x"}, context("alice", "r"), refused)
+        assert outcome.is_error and refused.rejected
+        again = CallAuth("Bearer bad")
+        await trigger._call("echo", {"text": "x"}, context("alice", "r"), again)
+        assert again.rejected  # a new attempt, not a broken session remembered
+    finally:
+        await trigger.close()
+        await http.aclose()
+        await broker.close()
+    by_session: dict[str | None, set[str | None]] = {}
+    for method, session, header in downstream.seen.requests:
+        if method != "initialize":
+            by_session.setdefault(session, set()).add(header)
+    assert all(len(headers) == 1 for headers in by_session.values())  # no session ever carried two credentials
+    initializes = [h for m, _, h in downstream.seen.requests if m == "initialize"]
+    assert initializes.count("Bearer alice-token") == 1 and initializes.count("Bearer bob-token") == 1
+    assert initializes.count("Bearer bad") == 2
+
+
+async def test_closing_the_trigger_ends_its_sessions(downstream: Downstream) -> None:
+    trigger, broker, http = await make_trigger(downstream.url)
+    try:
+        await trigger.call("echo", {"text": "x"}, context("alice", "r"))
+        await trigger.close()
+        assert (await trigger.call("echo", {"text": "y"}, context("alice", "r"))).text == "echo: y"  # opens anew
+        await trigger.close()
+    finally:
+        await http.aclose()
+        await broker.close()
+    assert downstream.seen.methods().count("initialize") == 2
