@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -47,7 +47,11 @@ class RunRecord:
     updated_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready view, sharing this record's lists and dicts (serialize it, don't change it): no deep
+        copy, since every pause and step writes one."""
+        data = dict(vars(self))
+        data["pause"] = None if self.pause is None else dict(vars(self.pause))
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRecord:
@@ -76,7 +80,8 @@ class ConversationRecord:
     updated_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready view, sharing this record's lists (serialize it, don't change it)."""
+        return dict(vars(self))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConversationRecord:

@@ -54,12 +54,19 @@ CREATE TABLE IF NOT EXISTS vault (key TEXT PRIMARY KEY, value BLOB NOT NULL, exp
 """
 
 
+_Op = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]
+
+
+class _Failed(Exception):
+    """A statement batch failed and was rolled back (its cause says why)."""
+
+
 class SqliteDb:
     """One SQLite file in WAL mode, written from the event loop in batches: every statement batch asked for in one
-    turn of the loop runs in one transaction (each in a savepoint of its own), so a busy hub commits once for many
-    writes and pays no thread hop per statement. Nothing here waits for the disk: commits are `synchronous=NORMAL`
-    (WAL: a crash of the process loses nothing; a power cut may lose the last commits), and the WAL is copied
-    back into the database file (the step that syncs) by a thread of its own, off the loop."""
+    turn of the loop runs in one transaction (if one of them fails, each runs again alone), so a busy hub commits
+    once for many writes and pays no thread hop per statement. Nothing here waits for the disk: commits are
+    `synchronous=NORMAL` (WAL: a crash of the process loses nothing; a power cut may lose the last commits), and
+    the WAL is copied back into the database file (the step that syncs) by a thread of its own, off the loop."""
 
     def __init__(self, path: Path, schema: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +76,7 @@ class SqliteDb:
         self._db.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer thread does it
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(schema)
-        self._queue: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        self._queue: list[_Op] = []
         self._closed = False
         self._checkpointer = _Checkpointer(path)
 
@@ -86,23 +93,11 @@ class SqliteDb:
 
     def _flush(self) -> None:
         batch, self._queue = self._queue, []
-        results: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
-        db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            for fn, future in batch:
-                db.execute("SAVEPOINT op")
-                try:
-                    results.append((future, fn(db), None))
-                except Exception as exc:
-                    db.execute("ROLLBACK TO op")
-                    results.append((future, None, exc))
-                db.execute("RELEASE op")
-            db.execute("COMMIT")
-        except Exception as exc:  # the transaction itself failed (disk full, I/O): none of it happened
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            results = [(future, None, exc) for _, future in batch]
+            results = self._transaction(batch)
+        except _Failed:
+            # One of them failed: undo them all and give each its own transaction, so only it fails.
+            results = [result for op in batch for result in self._alone(op)]
         for future, result, error in results:
             if future.done():  # its caller went away
                 continue
@@ -111,6 +106,27 @@ class SqliteDb:
             else:
                 future.set_exception(error)
         self._checkpointer.wrote(len(batch))
+
+    def _transaction(self, batch: list[_Op]) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            results: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = [
+                (future, fn(db), None) for fn, future in batch
+            ]
+            db.execute("COMMIT")
+        except Exception as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise _Failed from exc
+        return results
+
+    def _alone(self, op: _Op) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
+        try:
+            return self._transaction([op])
+        except _Failed as failed:
+            assert failed.__cause__ is not None
+            return [(op[1], None, failed.__cause__)]
 
     async def close(self) -> None:
         if self._closed:

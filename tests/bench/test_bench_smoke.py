@@ -1,0 +1,33 @@
+"""The benchmarks still run (a few rounds each); their timings are for bench/RESULTS.md, never asserted here."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def run(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=180, cwd=BENCH.parent
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_round_trip_benchmark_runs() -> None:
+    out = run("roundtrip.py", "--n", "3", "--warmup", "1")
+    assert "through the hub" in out and "N = 3" in out
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_the_load_benchmark_runs_on_sqlite_and_two_hubs_on_redis() -> None:
+    out = run("load.py", "--chats", "4", "--seconds", "1", "--warmup", "0.5", "--setups", "sqlite,redis2+fast")
+    rows = [line for line in out.splitlines() if line.startswith(("| sqlite", "| redis2"))]
+    assert [row.split(" | ")[0] for row in rows] == ["| sqlite", "| redis2+fast"]
+    assert all(row.split(" | ")[5] == "0" for row in rows), out  # no errors
