@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from opentelemetry.sdk.metrics import MeterProvider
@@ -22,8 +23,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from elicithub import telemetry
 from elicithub.core.runs import RunRecord
+from tests.auth.test_credential_flow import converse
 from tests.conftest import HubFactory, RunningHub, free_port, wait_for_port
 from tests.server.test_chat_openai import chat, conversation, items
+from tests.triggers.test_a2a_agents import AgentProcess, answer_with
 
 REGION = "eu-west-1"
 """The answer: it must show nowhere in telemetry."""
@@ -262,3 +265,28 @@ def test_otel_traces_exporter_console_turns_it_on(extra: dict[str, str], service
     assert span["name"] == "tool_call"
     assert span["attributes"] == {"tool_name": "provision", "server_id": "legacy", "is_error": False}
     assert span["resource"]["attributes"]["service.name"] == service
+
+
+def test_a2a_requests_carry_the_runs_trace_context(otel: Otel, make_hub: HubFactory) -> None:
+    agent = AgentProcess()
+    try:
+        hub = make_hub(a2a_agents=[{"id": "travel", "url": agent.url}])
+        text, _ = converse(
+            hub,
+            "/call travel.send_message " + json.dumps({"message": "plain trip"}),
+            answer_with(hub, "accept", {"answer": "Oslo"}),
+        )
+        assert text.endswith("Booked a trip from Oslo.")
+        traceparents: list[str] = httpx.get(f"{agent.url}/debug/traceparents").json()
+    finally:
+        agent.kill()
+    [run] = otel.named("run")
+    [call] = otel.named("tool_call")
+    [question] = otel.named("elicitation")
+    assert question.parent is not None and question.parent.span_id == call.context.span_id
+    assert question.attributes is not None
+    assert (question.attributes["trigger"], question.attributes["server_id"]) == ("a2a_input_required", "travel")
+    assert question.attributes["outcome"] == "accepted"
+    assert traceparents
+    assert {int(t.split("-")[1], 16) for t in traceparents} == {run.context.trace_id}
+    assert not any("Oslo" in a for a in every_attribute(otel))

@@ -139,12 +139,9 @@ class _Telemetry:
             "mode": elicitation.mode,
             "server_id": str(context.get("serverId") or context.get("agentId") or ""),
         }
-        attributes = {
-            **labels,
-            "elicitation.id": elicitation.id,
-            "run.id": elicitation.run_id,
-            "tool_name": str(context.get("toolName", "")),
-        }
+        attributes = {**labels, "elicitation.id": elicitation.id, "run.id": elicitation.run_id}
+        if "toolName" in context:
+            attributes["tool_name"] = str(context["toolName"])
         self.pending.add(1, labels)
         span = self.tracer.start_span("elicitation", attributes=attributes)
         return _Question(span, labels, elicitation.created_at.timestamp())
