@@ -290,3 +290,30 @@ def test_a2a_requests_carry_the_runs_trace_context(otel: Otel, make_hub: HubFact
     assert traceparents
     assert {int(t.split("-")[1], 16) for t in traceparents} == {run.context.trace_id}
     assert not any("Oslo" in a for a in every_attribute(otel))
+
+
+PROCESS_PROVIDER = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+trace.set_tracer_provider(provider)
+
+from elicithub import telemetry
+assert telemetry.configure()
+with telemetry.tool_call("legacy.provision"):
+    pass
+print([s.name for s in spans.get_finished_spans()])
+"""
+
+
+def test_a_process_that_set_its_own_providers_has_the_hub_use_them() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update({"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "none"})
+    done = subprocess.run([sys.executable, "-c", PROCESS_PROVIDER], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['tool_call']"  # in the process's exporter, and not also on the console

@@ -242,14 +242,16 @@ def configure() -> bool:
 
     Exporters are named by `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER` ("otlp" when unset, "none" for none),
     as the SDK's own entry points name them; "otlp" is OTLP over HTTP unless `OTEL_EXPORTER_OTLP_PROTOCOL` says
-    grpc. The providers become the process's global ones, so the MCP and A2A SDKs' own spans join the traces.
+    grpc. The providers made here are the hub's own, not the process's global ones: the MCP and A2A SDKs' spans
+    (which may record exception messages quoting what was sent) stay out. A process that already set global SDK
+    providers (`opentelemetry-instrument`, an app embedding the hub) has the hub use those instead.
     """
     if _on is not None:
         return True
     if not wanted(os.environ):
         return False
     try:
-        from opentelemetry import metrics, trace
+        from opentelemetry import trace
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import OTELResourceDetector, Resource
@@ -258,6 +260,10 @@ def configure() -> bool:
     except ImportError:
         log.warning("OTEL_* asks for OpenTelemetry, but it is not installed (%s): running without it", EXTRA)
         return False
+    if isinstance(trace.get_tracer_provider(), TracerProvider):
+        install()
+        log.info("OpenTelemetry on, with the process's providers")
+        return True
     # The service is "elicithub" unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES name it.
     resource = Resource.create({"service.name": SERVICE_NAME, **OTELResourceDetector().detect().attributes})
     tracer_provider = TracerProvider(resource=resource)
@@ -268,8 +274,6 @@ def configure() -> bool:
         for exporter in _exporters("metrics")
     ]
     meter_provider = MeterProvider(resource=resource, metric_readers=readers)
-    trace.set_tracer_provider(tracer_provider)
-    metrics.set_meter_provider(meter_provider)
 
     def shutdown() -> None:
         tracer_provider.shutdown()
