@@ -121,6 +121,14 @@ def ask(hub: RunningHub, otel: Otel | None, action: str, content: Any = None) ->
     return events[0]
 
 
+def runs_finished(otel: Otel, count: int) -> list[ReadableSpan]:
+    """The run spans, once `count` have ended (a run's span ends just after its stream's last event)."""
+    deadline = time.monotonic() + 5
+    while len(otel.named("run")) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return otel.named("run")
+
+
 def every_attribute(otel: Otel) -> list[str]:
     return [json.dumps(dict(s.attributes or {})) for s in otel.spans.get_finished_spans()]
 
@@ -133,9 +141,7 @@ def test_a_paused_call_is_traced_run_tool_call_question_and_downstream(
     hub = legacy_hub(make_hub, url)
     request = ask(hub, otel, "accept", {"region": REGION})
 
-    deadline = time.monotonic() + 5
-    while not otel.named("run") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    runs_finished(otel, 1)
     [run] = otel.named("run")
     [call] = otel.named("tool_call")
     [question] = otel.named("elicitation")
@@ -178,6 +184,22 @@ def test_a_paused_call_is_traced_run_tool_call_question_and_downstream(
     assert wait.count == 1 and wait.sum > 0
 
 
+def test_each_call_carries_its_own_runs_trace_downstream(
+    otel: Otel, make_hub: HubFactory, downstream: tuple[str, Recorder]
+) -> None:
+    url, recorder = downstream
+    recorder.headers.clear()
+    hub = legacy_hub(make_hub, url)
+    ask(hub, otel, "accept", {"region": REGION})
+    ask(hub, otel, "accept", {"region": REGION})
+    runs = runs_finished(otel, 2)
+    calls = {s.context.span_id for s in otel.named("tool_call")}
+    assert len(runs) == 2 and len(calls) == 2
+    sent = [t.split("-") for t in recorder.traceparents()]
+    assert {int(trace_id, 16) for _, trace_id, _, _ in sent} == {r.context.trace_id for r in runs}
+    assert {int(parent_id, 16) for _, _, parent_id, _ in sent} >= calls
+
+
 @pytest.mark.parametrize(("action", "outcome", "timeout_s"), [("decline", "declined", 600), ("wait", "expired", 1)])
 def test_a_question_that_is_not_answered_records_its_outcome(
     otel: Otel,
@@ -189,9 +211,7 @@ def test_a_question_that_is_not_answered_records_its_outcome(
 ) -> None:
     hub = legacy_hub(make_hub, downstream[0], elicitation={"timeout_s": timeout_s})
     ask(hub, otel, action)
-    deadline = time.monotonic() + 5
-    while not otel.named("run") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    runs_finished(otel, 1)
     [question] = otel.named("elicitation")
     assert question.attributes is not None and question.attributes["outcome"] == outcome
     [call] = otel.named("tool_call")
