@@ -11,7 +11,7 @@ The first word of the first message picks what it does:
 `python a2a_agent.py PORT [TOKEN]`: with TOKEN, JSON-RPC calls need `Authorization: Bearer TOKEN`, or any bearer
 token when TOKEN is `*` (the card stays public). With `$A2A_BINDING=rest` it speaks HTTP+JSON under `/rest`
 instead of JSON-RPC. `GET /debug/log` lists the calls it served; `/debug/responses`
-the `elicitationResponse`s it got.
+the `elicitationResponse`s it got; `/debug/traceparents` the W3C trace contexts its requests carried.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ TRAVELLERS = {
 calls: list[dict[str, Any]] = []
 responses: list[dict[str, Any]] = []
 signed_in: dict[str, asyncio.Event] = {}
+traceparents: list[str] = []
 
 
 class Travel(AgentExecutor):
@@ -188,10 +189,16 @@ async def debug_responses(request: Request) -> Response:
     return JSONResponse(responses)
 
 
+async def debug_traceparents(request: Request) -> Response:
+    return JSONResponse(traceparents)
+
+
 def guarded(app: Any) -> Callable[..., Awaitable[None]]:
-    """With a TOKEN, the JSON-RPC endpoint wants it as a bearer token."""
+    """With a TOKEN, the JSON-RPC endpoint wants it as a bearer token. Every W3C `traceparent` is noted."""
 
     async def guard(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (traceparent := dict(scope["headers"]).get(b"traceparent")):
+            traceparents.append(traceparent.decode())
         if TOKEN and scope["type"] == "http" and scope["path"].startswith(("/a2a", "/rest")):
             given = dict(scope["headers"]).get(b"authorization", b"")
             if given != f"Bearer {TOKEN}".encode() and not (TOKEN == "*" and given.startswith(b"Bearer ")):
@@ -210,6 +217,7 @@ app = Starlette(
         Route("/signin", sign_in),
         Route("/debug/log", debug_log),
         Route("/debug/responses", debug_responses),
+        Route("/debug/traceparents", debug_traceparents),
     ]
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -100,13 +100,13 @@ class Broker:
         await self.store.put(elicitation)
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
 
-    async def reopen(self, elicitation_id: str) -> bool:
-        """Show a question asked earlier again (a resumed run); False when it has ended meanwhile."""
+    async def reopen(self, elicitation_id: str) -> Elicitation | None:
+        """Show a question asked earlier again (a resumed run); None when it has ended meanwhile."""
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None or elicitation.state is not State.PENDING:
-            return False
+            return None
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
-        return True
+        return elicitation
 
     async def _until_end(self, elicitation: Elicitation, future: asyncio.Future[Resolution]) -> Resolution:
         remaining = (elicitation.expires_at - utcnow()).total_seconds()
@@ -151,15 +151,24 @@ class Broker:
         await self._announce(elicitation, resolution)
         return resolution
 
-    async def wait_all(self, elicitation_ids: list[str]) -> list[Resolution]:
-        """Wait for several opened questions to end. If the run goes away meanwhile, a hub that keeps nothing
-        across a shutdown cancels them (nobody could use an answer any more); a durable one leaves them open."""
+    async def wait_all(
+        self, elicitation_ids: list[str], ended: Callable[[Resolution], None] | None = None
+    ) -> list[Resolution]:
+        """Wait for several opened questions to end; `ended` (the hub's telemetry) hears of each as it ends. If the
+        run goes away meanwhile, a hub that keeps nothing across a shutdown cancels them (nobody could use an
+        answer any more); a durable one leaves them open."""
         try:
-            return list(await asyncio.gather(*(self.wait(i) for i in elicitation_ids)))
+            return list(await asyncio.gather(*(self._wait_one(i, ended) for i in elicitation_ids)))
         except asyncio.CancelledError:
             if not self.durable:
                 await _despite_cancellation(self.cancel(elicitation_ids))
             raise
+
+    async def _wait_one(self, elicitation_id: str, ended: Callable[[Resolution], None] | None) -> Resolution:
+        resolution = await self.wait(elicitation_id)
+        if ended is not None:
+            ended(resolution)
+        return resolution
 
     async def lookup(self, elicitation_id: str, user_id: str | None, conversation_id: str | None = None) -> Elicitation:
         """The elicitation as its owner sees it; to anyone else (or in another conversation) it does not exist."""

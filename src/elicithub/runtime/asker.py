@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from elicithub import telemetry
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
@@ -78,7 +79,7 @@ class Asker:
         self.paused = True
         for elicitation in fresh:
             await self.broker.open(elicitation)
-        return await self._wait([ids[k] for k in keys], shown={e.id for e in fresh})
+        return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh})
 
     async def checkpoint(self, trigger: str, state: dict[str, Any]) -> None:
         """Record where the call is without asking anything (a delegation notes its child run), so a resumed run
@@ -94,15 +95,16 @@ class Asker:
         for key, elicitation_id in pause.elicitation_ids.items():
             if await self.broker.store.get(elicitation_id) is not None:
                 known[key] = elicitation_id
-        resolutions = await self._wait(list(known.values()), shown=set())
+        resolutions = await self._wait(list(known.values()), shown={})
         by_id = dict(zip(known.values(), resolutions, strict=True))
         return {key: by_id.get(elicitation_id) for key, elicitation_id in pause.elicitation_ids.items()}
 
-    async def _wait(self, ids: list[str], shown: set[str]) -> list[Resolution]:
-        open_ids = [i for i in ids if i in shown or await self.broker.reopen(i)]
-        if open_ids:
-            await self._emit(RunPaused(tuple(open_ids)))
-        return await self.broker.wait_all(ids)
+    async def _wait(self, ids: list[str], shown: dict[str, Elicitation]) -> list[Resolution]:
+        waiting = [e for i in ids if (e := shown.get(i) or await self.broker.reopen(i)) is not None]
+        if waiting:
+            await self._emit(RunPaused(tuple(e.id for e in waiting)))
+        with telemetry.questions(waiting) as ended:
+            return await self.broker.wait_all(ids, ended)
 
     async def _asked_before(self, elicitation: Elicitation) -> Elicitation | None:
         """The same question asked before the interruption, if any (a rerun asks its questions again)."""

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+from elicithub import telemetry
 from elicithub.core.broker import Broker
 from elicithub.core.events import (
     RunFinished,
@@ -80,7 +81,9 @@ class Runner:
             await self.stream.emit(key, record.run_id, event)
 
         showing = Showing(record.run_id, emit, (record.agent,))
-        record, messages, reason = await self._steps(record, emit, showing, resumed)
+        with telemetry.run(record, resumed) as span:
+            record, messages, reason = await self._steps(record, emit, showing, resumed)
+            span.note("outcome", reason, failed=reason == "error")
         await self._finish(key, record, messages)
         await emit(RunFinished(reason))
 
@@ -96,7 +99,9 @@ class Runner:
             await self.stream.emit(key, parent.run_id, event)
 
         showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent))
-        record, messages, reason = await self._steps(record, emit, showing, resumed)
+        with telemetry.run(record, resumed) as span:
+            record, messages, reason = await self._steps(record, emit, showing, resumed)
+            span.note("outcome", reason, failed=reason == "error")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status="finished"))
         await emit(RunFinished(reason))
         return ToolOutcome(last_words(messages), is_error=reason == "error")
@@ -186,7 +191,9 @@ class Runner:
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume)
-            outcome = await self.tools.call(call["name"], call["arguments"], showing.context(record, asker))
+            with telemetry.tool_call(call["name"]) as span:
+                outcome = await self.tools.call(call["name"], call["arguments"], showing.context(record, asker))
+                span.note("is_error", outcome.is_error, failed=outcome.is_error)
             await emit(ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "content": outcome.text, "is_error": outcome.is_error}

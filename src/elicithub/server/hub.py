@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from elicithub import telemetry
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
@@ -65,6 +66,7 @@ class Hub:
         keys: Keys | None = None,
         instance: str | None = None,
     ) -> None:
+        telemetry.configure()  # on only if the OTEL_* environment asks for it
         self._demo_ports: tuple[int, int, int, int] | None = None
         self._demo: contextlib.AsyncExitStack | None = None
         if config.demo.enabled:

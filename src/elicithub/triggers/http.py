@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import httpx2
 from mcp.client.auth.utils import extract_field_from_www_auth
 
+from elicithub import telemetry
+
 
 @dataclass
 class CallAuth:
@@ -68,4 +70,5 @@ def pooled_client(read_timeout_s: float) -> httpx2.AsyncClient:
         timeout=httpx2.Timeout(30, read=read_timeout_s),
         limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100),
         auth=ContextAuth(),
+        event_hooks=telemetry.http_hooks(),
     )
