@@ -206,7 +206,12 @@ def run_setup(setup: str, workdir: Path, chats: int, seconds: float, warmup: flo
             wait_for_port(port, process)
             pids[f"hub {i + 1}" if len(processes) > 1 else "hub"] = process.pid
         hubs = [f"http://127.0.0.1:{port}" for _, port in processes]
-        return asyncio.run(drive(setup, hubs, pids, chats, seconds, warmup, profile))
+        outcome = asyncio.run(drive(setup, hubs, pids, chats, seconds, warmup, profile))
+        if outcome.tally.errors:  # what the hubs said about it, before their folder goes
+            for log in sorted(workdir.glob(f"hub-*{setup}.log")):
+                tail = log.read_text(errors="replace").splitlines()[-40:]
+                print(f"--- {log.name} (last lines)", *tail, sep="\n", file=sys.stderr)
+        return outcome
 
 
 def table(outcomes: list[Outcome]) -> Iterator[str]:

@@ -395,24 +395,22 @@ def table(rows: list[tuple[str, list[float], str]]) -> Iterator[str]:
     yield "| measurement | p50 ms | p95 ms | what it is |"
     yield "|---|---:|---:|---|"
     for name, values, what in rows:
-        yield f"| {name} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | {what} |"
+        if values:
+            yield f"| {name} | {pct(values, 50):.2f} | {pct(values, 95):.2f} | {what} |"
 
 
 NOTES = [
     "Notes:",
     "- All times are wall clock in this process (time.perf_counter); percentiles interpolate between ranks.",
-    "- Hub rounds include one more loopback HTTP hop than direct calls (client -> hub -> server). The hub opens a new",
-    "  MCP session (discover) per tool call but over ONE pooled httpx2.AsyncClient whose keep-alive TCP connections",
-    "  it reuses, so it sits between 'fresh Client' (new HTTP client + TCP per call) and 'reused Client'.",
+    "- Hub rounds include one more loopback HTTP hop than direct calls (client -> hub -> server). The hub keeps its",
+    "  MCP session to the server open across tool calls (triggers/mcp/sessions.py), like 'reused Client'; rows for a",
+    "  per-call discover or an after-result tools/list are left out when no round had one.",
     "- By subtraction, (a) = everything between the chat POST and the question that the direct first leg lacks:",
     "  chat request handling, run start, (cached) tool list, model turn, broker, store and event log, SSE, the",
-    "  extra hop, and",
-    "  ('vs open session') the hub's new MCP session (discover, on a pooled connection); 'vs fresh Client' goes",
-    "  negative because the hub no longer pays a fresh client's ~20 ms TLS-context build. (b) = the answer POST",
-    "  handling, waking the run, the retry,",
-    "  the SDK's output-schema tools/list on the new session, the close, the result's SSE chunk, minus the direct",
-    "  leg 2 ('vs fresh Client': leg 2 + close, which contain that tools/list and close too). Percentiles of",
-    "  unpaired samples do not subtract exactly; treat these as estimates.",
+    "  extra hop; 'vs fresh Client' goes negative because the hub pays no fresh client's ~20 ms TLS-context build.",
+    "  (b) = the answer POST handling, waking the run, the retry, the result's SSE chunk, minus the direct leg 2",
+    "  ('vs fresh Client': leg 2 + close). Percentiles of unpaired samples do not subtract exactly; treat these as",
+    "  estimates.",
     "- At the wire (hub via the proxy, per-round differences): (a) = the InputRequiredResult body reaches the proxy",
     "  -> the chat client has parsed the elicitation-request chunk: forward to the hub, the hub's SDK parsing it,",
     "  Question.build + schema check, store.put, event log append and read, SSE encode, delivery, client parse.",
@@ -493,9 +491,9 @@ def report(s: Samples, n: int, warmup: int, elapsed: float, load: tuple[float, f
     lines += table(
         [
             (
-                "chat POST -> discover",
+                "chat POST -> first downstream request",
                 g(f"{p}.sent_to_downstream_connect"),
-                "-> hub's `server/discover` seen (pooled connection)",
+                "-> hub's `server/discover` (a new session) or else `tools/call` seen",
             ),
             ("discover round trip", g(f"{p}.discover_roundtrip"), "discover seen -> its answer seen"),
             ("discovered -> tools/call", g(f"{p}.discovered_to_call"), "discover answer seen -> tools/call seen"),
