@@ -46,9 +46,11 @@ def elicithub_command() -> list[str]:
     return [uv, "run", "elicithub"]
 
 
-def spawn(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`command` from the repository's root, its output in `log`; `env` adds to this process's environment."""
     with log.open("wb") as out:
-        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        environ = {**os.environ, **env} if env else None
+        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=environ)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -61,15 +63,21 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def serve(
-    workdir: Path, name: str, config: dict[str, Any], options: list[str] | None = None
+    workdir: Path,
+    name: str,
+    config: dict[str, Any],
+    options: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """`elicithub serve` with this config (and command-line `options`); wait_for_port before use."""
+    """`elicithub serve` with this config (and command-line `options`, environment `env`); wait_for_port before
+    use."""
     path = workdir / f"{name}.yaml"
     path.write_text(json.dumps(config))  # JSON is YAML
     port = free_port()
     process = spawn(
         [*elicithub_command(), "serve", "--config", str(path), "--port", str(port), *(options or [])],
         workdir / f"{name}.log",
+        env,
     )
     return process, port
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -30,6 +31,8 @@ from mcp import Client
 from mcp.client import ClientRequestContext
 from processes import MRTR_SERVER, free_port, pct, serve, spawn, stop, wait_for_port
 
+from elicithub import telemetry
+
 TOKEN = "alice-secret"
 ARGS = {"name": "orders"}
 ANSWER = {"region": "eu-west-1"}
@@ -46,14 +49,35 @@ now = time.perf_counter  # CLOCK_MONOTONIC on Linux; every timestamp below is ta
 # --- processes ---------------------------------------------------------------------------------------------------
 
 
-def start_hub(workdir: Path, name: str, mcp_url: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_hub(
+    workdir: Path, name: str, mcp_url: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     config = {
         "store": {"url": "memory://"},
         "users": [{"id": "alice", "token": TOKEN}],
         "mcp_servers": [{"id": "mrtr", "url": mcp_url}],
         "elicitation": {"timeout_s": 60},
     }
-    return serve(workdir, name, config)
+    return serve(workdir, name, config, env=env)
+
+
+TRACED = {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none"}
+"""Telemetry on (spans and metrics made and recorded) with nothing exported: the cost of the instrumentation."""
+
+
+def telemetry_installed() -> bool:
+    return importlib.util.find_spec("opentelemetry.sdk") is not None
+
+
+def hook_cost_ns() -> float:
+    """What one telemetry hook costs with telemetry off (nanoseconds): enter, note, exit."""
+    assert not telemetry.enabled()
+    n = 200_000
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        with telemetry.tool_call("mrtr.provision") as span:
+            span.note("is_error", False)
+    return (time.perf_counter_ns() - t0) / n
 
 
 # --- the timestamping proxy ----------------------------------------------------------------------------------------
@@ -436,6 +460,7 @@ def report(s: Samples, n: int, warmup: int, elapsed: float, load: tuple[float, f
             ("direct SDK, fresh Client", g("sdk_fresh.total"), "`async with Client(url)` + `call_tool` + close"),
             ("through the hub", g("hub.total"), "chat POST sent -> `[DONE]` read, incl. the answer POST"),
             ("through the hub via proxy", g("probe.total"), "same, hub's downstream traffic via the timing proxy"),
+            ("through the hub, telemetry on", g("traced.total"), "same, OTEL_*_EXPORTER=none: spans made, not sent"),
         ]
     )
     lines += ["", "| ratio hub / direct | p50 | p95 |", "|---|---:|---:|"]
@@ -443,6 +468,15 @@ def report(s: Samples, n: int, warmup: int, elapsed: float, load: tuple[float, f
         p50 = pct(g("hub.total"), 50) / pct(g(direct), 50)
         p95 = pct(g("hub.total"), 95) / pct(g(direct), 95)
         lines.append(f"| {label} | {p50:.2f}x | {p95:.2f}x |")
+    [hook_ns] = g("hook_off_ns")
+    lines += [
+        "",
+        f"Telemetry off (the other hubs): a hook costs {hook_ns:.0f} ns (enter, note, exit; timed here, 200,000 "
+        f"times); a round trip passes 3 (run, tool call, question wait), {3 * hook_ns / 1000:.2f} µs in all.",
+    ]
+    if g("traced.total"):
+        extra = pct(g("traced.total"), 50) - pct(g("hub.total"), 50)
+        lines.append(f"Telemetry on (spans and metrics recorded, not exported): {extra:+.2f} ms p50 against off.")
 
     lines += ["", "## The two legs, measured directly with the SDK (no hub)", ""]
     lines += table(
@@ -524,7 +558,9 @@ def report(s: Samples, n: int, warmup: int, elapsed: float, load: tuple[float, f
 # --- main ----------------------------------------------------------------------------------------------------------
 
 
-async def measure(n: int, warmup: int, mcp_port: int, proxy_port: int, hub_url: str, probe_url: str) -> Samples:
+async def measure(
+    n: int, warmup: int, mcp_port: int, proxy_port: int, hub_url: str, probe_url: str, traced_url: str | None
+) -> Samples:
     mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
     proxy = Proxy(proxy_port, mcp_port)
     await proxy.start()
@@ -539,8 +575,11 @@ async def measure(n: int, warmup: int, mcp_port: int, proxy_port: int, hub_url: 
     direct = Direct(mcp_url)
     hub = ThroughHub(hub_url, "hub")
     probe = ThroughHub(probe_url, "probe", proxy)
+    traced = ThroughHub(traced_url, "traced") if traced_url is not None else None
     await hub.wait_ready()
     await probe.wait_ready()
+    if traced is not None:
+        await traced.wait_ready()
     async with Client(mcp_url, elicitation_callback=direct.callback) as client:
         direct.open_client = client
         modes: list[Callable[[Samples | None], Awaitable[None]]] = [
@@ -550,6 +589,7 @@ async def measure(n: int, warmup: int, mcp_port: int, proxy_port: int, hub_url: 
             direct.manual_fresh,
             hub.round,
             probe.round,
+            *([traced.round] if traced is not None else []),
         ]
         for i in range(warmup + n):
             out = samples if i >= warmup else None
@@ -560,7 +600,10 @@ async def measure(n: int, warmup: int, mcp_port: int, proxy_port: int, hub_url: 
                 print(f"  {i + 1}/{warmup + n} iterations", file=sys.stderr, flush=True)
     await hub.http.aclose()
     await probe.http.aclose()
+    if traced is not None:
+        await traced.http.aclose()
     await proxy.close()
+    samples.add("hook_off_ns", hook_cost_ns())
     return samples
 
 
@@ -580,11 +623,19 @@ def main() -> None:
         running.callback(stop, hub)
         probe, probe_port = start_hub(workdir, "probe", f"http://127.0.0.1:{proxy_port}/mcp")
         running.callback(stop, probe)
+        traced_url = None
+        if telemetry_installed():
+            traced, traced_port = start_hub(workdir, "traced", f"http://127.0.0.1:{mcp_port}/mcp", TRACED)
+            running.callback(stop, traced)
+            wait_for_port(traced_port, traced)
+            traced_url = f"http://127.0.0.1:{traced_port}"
+        else:
+            print("the otel extra is not installed: no 'telemetry on' mode", file=sys.stderr, flush=True)
         wait_for_port(hub_port, hub)
         wait_for_port(probe_port, probe)
         hub_url, probe_url = f"http://127.0.0.1:{hub_port}", f"http://127.0.0.1:{probe_port}"
         print(f"MCP server :{mcp_port}, hub {hub_url}, hub via proxy {probe_url}", file=sys.stderr, flush=True)
-        samples = asyncio.run(measure(args.n, args.warmup, mcp_port, proxy_port, hub_url, probe_url))
+        samples = asyncio.run(measure(args.n, args.warmup, mcp_port, proxy_port, hub_url, probe_url, traced_url))
     print(report(samples, args.n, args.warmup, now() - started, (load_before, os.getloadavg()[0])))
 
 
