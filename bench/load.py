@@ -172,7 +172,9 @@ async def drive(
     return Outcome(setup, len(tally.latencies), elapsed, tally, cpu)
 
 
-def run_setup(setup: str, workdir: Path, chats: int, seconds: float, warmup: float, profile: Path | None) -> Outcome:
+def run_setup(
+    setup: str, workdir: Path, chats: int, seconds: float, warmup: float, profile: Path | None, bare: bool
+) -> Outcome:
     with contextlib.ExitStack() as running:
         mcp_port = free_port()
         mrtr = spawn([sys.executable, str(MRTR_SERVER), str(mcp_port)], workdir / f"{setup}-mrtr.log")
@@ -187,6 +189,8 @@ def run_setup(setup: str, workdir: Path, chats: int, seconds: float, warmup: flo
         processes: list[tuple[subprocess.Popen[bytes], int]] = []
         store, _, fast = setup.partition("+")
         options = ["--loop", "uvloop", "--http", "httptools"] if fast else ["--loop", "asyncio", "--http", "h11"]
+        if bare:
+            options = []
         if store == "sqlite":
             config["store"] = {"url": f"sqlite:///{workdir / f'{setup}.db'}"}
             processes.append(serve(workdir, f"hub-{setup}", config, options))
@@ -248,13 +252,16 @@ def main() -> None:
         help="comma-separated: sqlite, redis2; +fast: the hubs on uvloop and httptools (else asyncio and h11)",
     )
     parser.add_argument("--profile", type=Path, help="sample each hub with py-spy into this folder and summarise")
+    parser.add_argument(
+        "--bare", action="store_true", help="start hubs without --loop/--http (an older hub that has no such options)"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="elicithub-load-") as tmp:
         for setup in args.setups.split(","):
             print(f"  {setup}: {args.chats} chats for {args.seconds:g} s ...", file=sys.stderr, flush=True)
-            outcomes.append(run_setup(setup, Path(tmp), args.chats, args.seconds, args.warmup, args.profile))
+            outcomes.append(run_setup(setup, Path(tmp), args.chats, args.seconds, args.warmup, args.profile, args.bare))
     print(
         f"{args.chats} concurrent chats, {args.seconds:g} s measured per setup after {args.warmup:g} s of warm-up; "
         f"1-minute load average {load:.2f} before, {os.getloadavg()[0]:.2f} after.\n"

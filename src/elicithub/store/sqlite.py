@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved
 from elicithub.core.runs import ConversationRecord, RunRecord
-from elicithub.store.base import LocalResolutions, Notifier
+from elicithub.store.base import LocalResolutions
+from elicithub.store.sqlite_events import SqliteEvents
 
 T = TypeVar("T")
 
@@ -292,8 +293,9 @@ class SqliteRuns:
 
 
 class SqliteConversations:
-    def __init__(self, db: SqliteDb) -> None:
+    def __init__(self, db: SqliteDb, events: SqliteEvents) -> None:
         self._run = db.run
+        self._events = events
 
     async def get(self, key: str) -> ConversationRecord | None:
         def read(db: sqlite3.Connection) -> Any:
@@ -339,6 +341,7 @@ class SqliteConversations:
             for key in keys:
                 db.execute("DELETE FROM conversations WHERE key = ?", (key,))
                 db.execute("DELETE FROM events WHERE key = ?", (key,))
+                self._events.forget(key)
             return len(keys)
 
         return await self._run(delete)
@@ -375,47 +378,6 @@ class SqliteSecrets:
         await self._run(lambda db: db.execute("DELETE FROM vault WHERE key = ?", (key,)))
 
 
-class SqliteEvents:
-    """Each conversation's newest events in one table; one process writes it, so its readers wait on a notifier."""
-
-    def __init__(self, db: SqliteDb, max_len: int = 1000) -> None:
-        self._run = db.run
-        self._max_len = max_len
-        self._appended = Notifier()
-
-    async def append(self, key: str, event: dict[str, Any]) -> int:
-        data = json.dumps(event, separators=(",", ":"))
-
-        def write(db: sqlite3.Connection) -> int:
-            row = db.execute("SELECT MAX(seq) FROM events WHERE key = ?", (key,)).fetchone()
-            seq = int(row[0] or 0) + 1
-            db.execute("INSERT INTO events VALUES (?, ?, ?)", (key, seq, data))
-            if seq > self._max_len and seq % 64 == 0:  # trim now and then, not on every append
-                db.execute("DELETE FROM events WHERE key = ? AND seq <= ?", (key, seq - self._max_len))
-            return seq
-
-        seq = await self._run(write)
-        self._appended.notify(key)
-        return seq
-
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
-        def read(db: sqlite3.Connection) -> list[Any]:
-            return db.execute(
-                "SELECT seq, data FROM events WHERE key = ? AND seq > ? ORDER BY seq LIMIT ?", (key, after, limit)
-            ).fetchall()
-
-        return [(int(seq), json.loads(data)) for seq, data in await self._run(read)]
-
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
-        return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
-
-    async def last(self, key: str) -> int:
-        def read(db: sqlite3.Connection) -> int:
-            return int(db.execute("SELECT MAX(seq) FROM events WHERE key = ?", (key,)).fetchone()[0] or 0)
-
-        return await self._run(read)
-
-
 class SqliteBackend:
     shared = False
     durable = True
@@ -425,9 +387,9 @@ class SqliteBackend:
         self._db = SqliteDb(path, _SCHEMA)
         self.elicitations = SqliteStore(self._db)
         self.runs = SqliteRuns(self._db)
-        self.conversations = SqliteConversations(self._db)
-        self.secrets = SqliteSecrets(self._db)
         self.events = SqliteEvents(self._db, events_max_len)
+        self.conversations = SqliteConversations(self._db, self.events)
+        self.secrets = SqliteSecrets(self._db)
 
     async def close(self) -> None:
         await self._db.close()
