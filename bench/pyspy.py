@@ -49,7 +49,7 @@ def summary(profile: Path, top: int = 30, rounds: int | None = None) -> str:
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
-        frames = [short(f) for f in stack.split(";")[1:]]  # the first is the process/thread
+        frames = [short(f) for f in stack.split(";")]  # outermost first
         if not frames:
             continue
         total += count
