@@ -1,14 +1,17 @@
-"""SQLite writes batched per turn of the loop: one failing write fails alone, and nothing is lost on close."""
+"""SQLite on the loop: one failing write in a batch fails alone, nothing is lost on close, purges are bounded."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from elicithub.store.sqlite import SqliteDb
+from elicithub.core.elicitation import State
+from elicithub.store.sqlite import PURGE_BATCH, SqliteDb, SqliteStore
+from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
 
@@ -49,3 +52,20 @@ async def test_writes_are_on_disk_for_the_next_process_after_close(tmp_path: Pat
         assert again.execute("SELECT COUNT(*), SUM(v) FROM t").fetchone() == (200, sum(range(200)))
     finally:
         again.close()
+
+
+async def test_a_purge_deletes_a_bounded_batch_and_the_next_ones_the_rest(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "hub.db")
+    try:
+        old = [make() for _ in range(PURGE_BATCH + 5)]
+        await asyncio.gather(*(store.put(e) for e in old))
+        for e in old:
+            assert await store.transition(e.id, State.CANCELLED, None, NOW - timedelta(hours=2))
+        kept = make()
+        await store.put(kept)
+        assert await store.purge(NOW - timedelta(hours=1)) == PURGE_BATCH
+        assert await store.purge(NOW - timedelta(hours=1)) == 5
+        assert await store.purge(NOW - timedelta(hours=1)) == 0
+        assert await store.get(old[0].id) is None and await store.get(kept.id) == kept
+    finally:
+        await store.close()

@@ -19,6 +19,9 @@ from elicithub.store.sqlite_events import SqliteEvents
 
 T = TypeVar("T")
 
+PURGE_BATCH = 2000
+"""Rows one purge deletes at most: it runs on the event loop, so a backlog goes a batch per sweep (every few s)."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS elicitations (
     id TEXT PRIMARY KEY,
@@ -37,6 +40,7 @@ CREATE TABLE IF NOT EXISTS runs (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_unfinished ON runs (status);
+CREATE INDEX IF NOT EXISTS runs_finished ON runs (status, updated_at);
 CREATE TABLE IF NOT EXISTS conversations (
     key TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
@@ -224,7 +228,10 @@ class SqliteStore:
 
     async def purge(self, resolved_before: datetime) -> int:
         def delete(db: sqlite3.Connection) -> int:
-            cursor = db.execute("DELETE FROM elicitations WHERE resolved_at < ?", (resolved_before.timestamp(),))
+            cursor = db.execute(
+                "DELETE FROM elicitations WHERE id IN (SELECT id FROM elicitations WHERE resolved_at < ? LIMIT ?)",
+                (resolved_before.timestamp(), PURGE_BATCH),
+            )
             return cursor.rowcount
 
         return await self._run(delete)
@@ -280,7 +287,11 @@ class SqliteRuns:
 
     async def purge(self, finished_before: float) -> int:
         def delete(db: sqlite3.Connection) -> int:
-            cursor = db.execute("DELETE FROM runs WHERE status = 'finished' AND updated_at < ?", (finished_before,))
+            cursor = db.execute(
+                "DELETE FROM runs WHERE run_id IN "
+                "(SELECT run_id FROM runs WHERE status = 'finished' AND updated_at < ? LIMIT ?)",
+                (finished_before, PURGE_BATCH),
+            )
             return cursor.rowcount
 
         return await self._run(delete)
@@ -335,7 +346,8 @@ class SqliteConversations:
             keys = [
                 r[0]
                 for r in db.execute(
-                    "SELECT key FROM conversations WHERE active = 0 AND updated_at < ?", (idle_before,)
+                    "SELECT key FROM conversations WHERE active = 0 AND updated_at < ? LIMIT ?",
+                    (idle_before, PURGE_BATCH),
                 ).fetchall()
             ]
             for key in keys:
