@@ -263,3 +263,30 @@ async def test_closing_the_trigger_ends_its_sessions(downstream: Downstream) -> 
         await http.aclose()
         await broker.close()
     assert downstream.seen.methods().count("initialize") == 2
+
+
+async def test_a_server_dying_mid_question_fails_that_call_and_the_next_call_reconnects(downstream: Downstream) -> None:
+    trigger, broker, http = await make_trigger(downstream.url)
+    asked = asyncio.Event()
+
+    async def emit(event: Any) -> None:
+        if isinstance(event, RunPaused):
+            asked.set()
+
+    try:
+        call = asyncio.create_task(
+            trigger.call("provision", {"name": "orders"}, context("alice", "run_1", Asker(broker, emit=emit)))
+        )
+        with anyio.fail_after(10):
+            await asked.wait()
+        await asyncio.to_thread(downstream.stop)  # the server goes away with the question open
+        with anyio.fail_after(30):
+            outcome = await call
+        assert outcome.is_error and "failed during provision" in outcome.text
+        await asyncio.to_thread(downstream.restart)
+        assert (await trigger.call("echo", {"text": "back"}, context("alice", "r"))).text == "echo: back"
+    finally:
+        await trigger.close()
+        await http.aclose()
+        await broker.close()
+    assert downstream.seen.methods().count("initialize") == 2
