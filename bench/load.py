@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -31,7 +30,18 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from processes import MRTR_SERVER, cpu_seconds, free_port, pct, serve, spawn, start_redis, stop, wait_for_port
+from processes import (
+    MRTR_SERVER,
+    chat_chunk,
+    cpu_seconds,
+    free_port,
+    pct,
+    serve,
+    spawn,
+    start_redis,
+    stop,
+    wait_for_port,
+)
 from pyspy import record, summary
 
 TOKEN = "alice-secret"
@@ -65,27 +75,22 @@ async def one_round(http: aiohttp.ClientSession, chat_url: str, answer_url: str)
             raise RuntimeError(f"chat {response.status}")
         conversation_id = response.headers["x-conversation-id"]
         async for raw in response.content:
-            line = raw.decode().rstrip("\r\n")
-            if not line.startswith("data: "):
+            chunk = chat_chunk(raw.decode().rstrip("\r\n"))
+            if chunk is None:
                 continue
-            payload = line.removeprefix("data: ")
-            if payload == "[DONE]":
+            kind, value = chunk
+            if kind == "done":
                 break
-            content = json.loads(payload)["choices"][0]["delta"].get("content")
-            if not content:
-                continue
-            if content.startswith('{"type": "elicitation-'):
-                event = json.loads(content)
-                if event["type"] == "elicitation-request":
-                    body = {
-                        "conversationId": conversation_id,
-                        "elicitationId": event["elicitationId"],
-                        "action": "accept",
-                        "content": ANSWER,
-                    }
-                    answering = asyncio.create_task(answer(http, answer_url, body))
-            else:
-                text += content
+            if kind == "text":
+                text += value
+            elif value["type"] == "elicitation-request":
+                body = {
+                    "conversationId": conversation_id,
+                    "elicitationId": value["elicitationId"],
+                    "action": "accept",
+                    "content": ANSWER,
+                }
+                answering = asyncio.create_task(answer(http, answer_url, body))
     if answering is None:
         raise RuntimeError("never asked")
     await answering

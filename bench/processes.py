@@ -125,3 +125,19 @@ def pct(values: list[float], q: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(data) - 1)
     return 1000 * (data[lo] + (data[hi] - data[lo]) * (pos - lo))
+
+
+def chat_chunk(line: str) -> tuple[str, Any] | None:
+    """One line of the hub's OpenAI-compatible stream: ("done", None) at `[DONE]`, ("event", the elicitation event)
+    for an `elicitation-*` chunk, ("text", str) for text; None for anything else (ids, keep-alives, empty deltas)."""
+    if not line.startswith("data: "):
+        return None
+    payload = line.removeprefix("data: ")
+    if payload == "[DONE]":
+        return "done", None
+    content = json.loads(payload)["choices"][0]["delta"].get("content")
+    if not content:
+        return None
+    if content.startswith('{"type": "elicitation-'):
+        return "event", json.loads(content)
+    return "text", content

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import httpx2
 import mcp_types as mt
 from mcp import Client
 from mcp.client import ClientRequestContext
-from processes import MRTR_SERVER, free_port, pct, serve, spawn, stop, wait_for_port
+from processes import MRTR_SERVER, chat_chunk, free_port, pct, serve, spawn, stop, wait_for_port
 
 from elicithub import telemetry
 
@@ -339,26 +338,22 @@ class ThroughHub:
             response.raise_for_status()
             conversation_id = response.headers["x-conversation-id"]
             async for line in response.aiter_lines():
-                if not line.startswith("data: "):
+                chunk = chat_chunk(line)
+                if chunk is None:
                     continue
-                payload = line.removeprefix("data: ")
-                if payload == "[DONE]":
+                kind, value = chunk
+                if kind == "done":
                     r.done = now()
                     break
-                content = json.loads(payload)["choices"][0]["delta"].get("content")
-                if not content:
-                    continue
-                if content.startswith('{"type": "elicitation-'):
-                    event = json.loads(content)
-                    if event["type"] == "elicitation-request":
-                        r.question = now()
-                        # Answer at once, concurrently: the stream keeps being read while the POST is in flight.
-                        answering = asyncio.create_task(self.answer(r, conversation_id, event["elicitationId"]))
-                    elif event["type"] == "elicitation-resolved":
-                        r.resolved = now()
-                else:
+                if kind == "text":
                     r.result = r.result or now()
-                    r.text += content
+                    r.text += value
+                elif value["type"] == "elicitation-request":
+                    r.question = now()
+                    # Answer at once, concurrently: the stream keeps being read while the POST is in flight.
+                    answering = asyncio.create_task(self.answer(r, conversation_id, value["elicitationId"]))
+                elif value["type"] == "elicitation-resolved":
+                    r.resolved = now()
         assert answering is not None, "the hub never asked"
         await answering
         assert r.text == EXPECTED, f"unexpected text: {r.text!r}"

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,33 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+class ServedInThread:
+    """An ASGI app served by uvicorn on 127.0.0.1 in a thread of the test process, listening once made."""
+
+    def __init__(self, app: Any, port: int | None = None, **options: Any) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", **options)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@contextmanager
+def served(app: Any, port: int | None = None, **options: Any) -> Iterator[ServedInThread]:
+    """`app` served in a thread for the block."""
+    server = ServedInThread(app, port, **options)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 class McpProcess:
@@ -102,14 +130,10 @@ class RunningHub(HubAddress):
         # Named like `elicithub serve` names itself (host:port), so a hub restarted on this port is the same one.
         app = create_app(config, Hub(config, instance=f"127.0.0.1:{self.port}"))
         self.hub: Hub = app.state.hub
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        wait_for_port(self.port)
+        self.served = ServedInThread(app, self.port)
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.served.stop()
 
 
 HubFactory = Callable[..., RunningHub]

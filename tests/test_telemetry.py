@@ -7,14 +7,12 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -24,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from elicithub import telemetry
 from elicithub.core.runs import RunRecord
 from tests.auth.test_credential_flow import converse
-from tests.conftest import HubFactory, RunningHub, free_port, wait_for_port
+from tests.conftest import HubFactory, RunningHub, served
 from tests.server.test_chat_openai import chat, conversation, items
 from tests.triggers.test_a2a_agents import AgentProcess, answer_with
 
@@ -54,14 +52,8 @@ def downstream() -> Iterator[tuple[str, Recorder]]:
     from tests.servers.legacy_server import server
 
     recorder = Recorder(server.streamable_http_app())
-    port = free_port()
-    served = uvicorn.Server(uvicorn.Config(recorder, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=served.run, daemon=True)
-    thread.start()
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}/mcp", recorder
-    served.should_exit = True
-    thread.join(timeout=10)
+    with served(recorder) as server:
+        yield f"{server.url}/mcp", recorder
 
 
 class Otel:

@@ -3,12 +3,10 @@ it, the person sees why, and the question ends declined."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -16,7 +14,7 @@ from starlette.routing import Route
 
 from tests.auth.conftest import Browser, TrackerProcess
 from tests.auth.test_credential_flow import NOT_PROVIDED, converse
-from tests.conftest import HubFactory, free_port, wait_for_port
+from tests.conftest import HubFactory, free_port, served
 
 
 @pytest.fixture
@@ -28,13 +26,8 @@ def lookalike(tracker: TrackerProcess) -> Iterator[str]:
         return JSONResponse({"resource": "https://evil.example.com/mcp", "authorization_servers": [tracker.base]})
 
     app = Starlette(routes=[Route("/.well-known/oauth-protected-resource/mcp", metadata)])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app, port):
+        yield f"http://127.0.0.1:{port}/mcp"
 
 
 def test_metadata_for_another_resource_is_refused(make_hub: HubFactory, lookalike: str, browser: Browser) -> None:

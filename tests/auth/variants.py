@@ -6,7 +6,6 @@ documents, and a 2025-03-26 server that publishes no metadata at all."""
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 from mcp.server.auth.provider import AuthorizationParams
 from mcp.server.auth.routes import build_metadata, create_auth_routes
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
@@ -28,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.demo.oauth import CONSENT_PATH, DemoOAuthProvider
 from elicithub.demo.tracker import read_body
-from tests.conftest import free_port, wait_for_port
+from tests.conftest import free_port, served
 
 SCOPES = ["issues", "admin"]
 WELL_KNOWN_PRM = "/.well-known/oauth-protected-resource/mcp"
@@ -211,12 +209,5 @@ async def _refuse(send: Send, status: int, challenge: str) -> None:
 @contextmanager
 def serving(variant: Variant) -> Iterator[VariantServer]:
     server = VariantServer(variant)
-    uv = uvicorn.Server(uvicorn.Config(server.app(), host="127.0.0.1", port=server.port, log_level="warning"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    wait_for_port(server.port)
-    try:
+    with served(server.app(), server.port):
         yield server
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=10)

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.conftest import HubFactory, free_port, wait_for_port
+from tests.conftest import HubFactory, served
 from tests.server.test_chat_openai import run_answering
 
 
@@ -52,14 +50,8 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, StandIn]]:
     monkeypatch.setenv("STANDIN_KEY", "sk-test-key")
     state = StandIn()
     app = Starlette(routes=[Route("/v1/chat/completions", state.handle, methods=["POST"])])
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}/v1", state
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app) as server:
+        yield f"{server.url}/v1", state
 
 
 def test_openai_model_calls_the_tool_and_the_question_is_answered(

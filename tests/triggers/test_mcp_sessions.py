@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -25,7 +23,7 @@ from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryStore
 from elicithub.triggers.http import CallAuth
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers
-from tests.conftest import free_port, wait_for_port
+from tests.conftest import ServedInThread, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -108,17 +106,11 @@ class Downstream:
         self._start()
 
     def _start(self) -> None:
-        app = Recording(mcp_app(), self.seen)
         # Kept sessions hold a stream open: a restart must not wait for the hub to close it.
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", timeout_graceful_shutdown=1)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        wait_for_port(self.port)
+        self.served = ServedInThread(Recording(mcp_app(), self.seen), self.port, timeout_graceful_shutdown=1)
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.served.stop()
 
     def restart(self) -> None:
         self.stop()

@@ -12,13 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.conftest import free_port, wait_for_port
+from tests.conftest import ServedInThread
 
 BOT_USER = "UBOT"
 TEAM = "T0001"
@@ -49,17 +48,13 @@ class SlackStandIn:
         self.views: list[dict[str, Any]] = []
         self._lock = threading.RLock()
         self._ts = itertools.count(1)
-        self.port = free_port()
-        self.api_url = f"http://127.0.0.1:{self.port}/api/"
         app = Starlette(routes=[Route("/api/{method}", self._api, methods=["GET", "POST"])])
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        wait_for_port(self.port)
+        self.served = ServedInThread(app)
+        self.port = self.served.port
+        self.api_url = f"{self.served.url}/api/"
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.served.stop()
 
     # -- what the tests read
 
