@@ -39,8 +39,8 @@ CREATE TABLE IF NOT EXISTS runs (
     updated_at REAL NOT NULL,
     data TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_unfinished ON runs (status);
-CREATE INDEX IF NOT EXISTS runs_finished ON runs (status, updated_at);
+DROP INDEX IF EXISTS runs_unfinished;
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, updated_at);
 CREATE TABLE IF NOT EXISTS conversations (
     key TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
@@ -280,7 +280,7 @@ class SqliteRuns:
     async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
         def read(db: sqlite3.Connection) -> list[Any]:
             return db.execute(
-                "SELECT data FROM runs WHERE status != 'finished' AND owner != ? LIMIT ?", (other_than, limit)
+                "SELECT data FROM runs WHERE status IN ('running', 'paused') AND owner != ? LIMIT ?", (other_than, limit)
             ).fetchall()
 
         return [RunRecord.from_json(json.loads(row[0])) for row in await self._run(read)]
