@@ -22,7 +22,7 @@ from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryStore
 from elicithub.triggers.http import CallAuth
-from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers
+from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers, sessions
 from tests.conftest import ServedInThread, free_port
 
 pytestmark = pytest.mark.anyio
@@ -277,6 +277,24 @@ async def test_a_server_dying_mid_question_fails_that_call_and_the_next_call_rec
         assert outcome.is_error and "failed during provision" in outcome.text
         await asyncio.to_thread(downstream.restart)
         assert (await trigger.call("echo", {"text": "back"}, context("alice", "r"))).text == "echo: back"
+    finally:
+        await trigger.close()
+        await http.aclose()
+        await broker.close()
+    assert downstream.seen.methods().count("initialize") == 2
+
+
+async def test_a_session_nobody_uses_closes_and_the_next_call_opens_another(
+    downstream: Downstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sessions, "IDLE_S", 0.2)
+    trigger, broker, http = await make_trigger(downstream.url)
+    try:
+        await trigger.call("echo", {"text": "x"}, context("alice", "r"))
+        await trigger.call("echo", {"text": "y"}, context("alice", "r"))  # in use within the idle time: kept
+        assert downstream.seen.methods().count("initialize") == 1
+        await asyncio.sleep(0.6)
+        assert (await trigger.call("echo", {"text": "z"}, context("alice", "r"))).text == "echo: z"
     finally:
         await trigger.close()
         await http.aclose()

@@ -280,7 +280,8 @@ class SqliteRuns:
     async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
         def read(db: sqlite3.Connection) -> list[Any]:
             return db.execute(
-                "SELECT data FROM runs WHERE status IN ('running', 'paused') AND owner != ? LIMIT ?", (other_than, limit)
+                "SELECT data FROM runs WHERE status IN ('running', 'paused') AND owner != ? LIMIT ?",
+                (other_than, limit),
             ).fetchall()
 
         return [RunRecord.from_json(json.loads(row[0])) for row in await self._run(read)]

@@ -25,8 +25,7 @@ log = logging.getLogger(__name__)
 MAX_SESSIONS = 64
 """Sessions kept per server (one per credential in use). Past it the least recently used idle one is closed."""
 IDLE_S = 300.0
-"""A session nobody used for this long is closed; the next call opens a new one."""
-TRIM_EVERY_S = 30.0
+"""A session nobody used for this long is closed (its connections with it); the next call opens a new one."""
 CLOSE_S = 5.0
 
 
@@ -49,13 +48,10 @@ class Sessions:
         self._server_id = server_id
         self._max = max_sessions
         self._open: dict[str | None, _Session] = {}
-        self._trimmed = time.monotonic()
 
     @contextlib.asynccontextmanager
     async def using(self, auth: CallAuth) -> AsyncIterator[Client]:
         """A session carrying `auth.header`, opened if needed (its opening's 401/403 is noted on `auth`)."""
-        if time.monotonic() - self._trimmed > TRIM_EVERY_S:
-            self._trim()
         session = self._open.get(auth.header)
         if session is None or session.broken:
             session = self._start(auth)
@@ -97,7 +93,7 @@ class Sessions:
                     with contextlib.suppress(Exception):
                         await client.list_tools()
                     session.opened.set_result(client)
-                    await session.closing.wait()
+                    await self._until_closed(session)
         except Exception as exc:
             if session.opened.done():
                 log.info("the session to %s ended: %s", self._server_id, exc)
@@ -110,6 +106,14 @@ class Sessions:
             if self._open.get(session.header) is session:
                 del self._open[session.header]
 
+    async def _until_closed(self, session: _Session) -> None:
+        """Until the session is closed: discarded, the hub closing, or nobody using it for IDLE_S."""
+        while not session.closing.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(session.closing.wait(), IDLE_S)
+            if not session.in_use and time.monotonic() - session.last_used >= IDLE_S:
+                self._discard(session)
+
     def _discard(self, session: _Session) -> None:
         session.broken = True
         if self._open.get(session.header) is session:
@@ -118,11 +122,7 @@ class Sessions:
             session.closing.set()
 
     def _trim(self) -> None:
-        """Close sessions idle too long, and the least recently used idle ones past the bound."""
-        now = self._trimmed = time.monotonic()
-        for session in list(self._open.values()):
-            if session.in_use == 0 and now - session.last_used > IDLE_S:
-                self._discard(session)
+        """Past the bound, close the least recently used sessions nobody is using."""
         idle = sorted((s for s in self._open.values() if s.in_use == 0), key=lambda s: s.last_used)
         while len(self._open) >= self._max and idle:
             self._discard(idle.pop(0))
