@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,30 +129,33 @@ class Nowhere:
         return None
 
 
-async def make_trigger(url: str) -> tuple[McpServerTrigger, Broker, Any]:
+Kept = tuple[McpServerTrigger, Broker]
+
+
+@pytest.fixture
+async def kept(downstream: Downstream) -> AsyncIterator[Kept]:
+    """A legacy-era trigger for the test server, with its broker."""
     broker = Broker(MemoryStore(), Nowhere())
     await broker.start()
     http = downstream_client(60)
-    [trigger] = mcp_triggers([McpServerConfig(id="kept", url=url, protocol="legacy")], McpShared(broker, http, 60, 5))
-    return trigger, broker, http
+    [trigger] = mcp_triggers(
+        [McpServerConfig(id="kept", url=downstream.url, protocol="legacy")], McpShared(broker, http, 60, 5)
+    )
+    yield trigger, broker
+    await trigger.close()
+    await http.aclose()
+    await broker.close()
 
 
 def context(user: str, run: str, asker: Asker | None = None) -> CallContext:
     return CallContext(f"conv_{run}", run, user, True, asker)
 
 
-async def test_calls_share_one_session_and_list_tools_once(downstream: Downstream) -> None:
-    trigger, broker, http = await make_trigger(downstream.url)
-    try:
-        outcomes = await asyncio.gather(
-            *(trigger.call("echo", {"text": str(i)}, context("alice", "r")) for i in range(5))
-        )
-        assert [o.text for o in outcomes] == [f"echo: {i}" for i in range(5)]
-        assert await trigger.call("echo", {"text": "again"}, context("alice", "r")) == ToolOutcome("echo: again")
-    finally:
-        await trigger.close()
-        await http.aclose()
-        await broker.close()
+async def test_calls_share_one_session_and_list_tools_once(downstream: Downstream, kept: Kept) -> None:
+    trigger, _ = kept
+    outcomes = await asyncio.gather(*(trigger.call("echo", {"text": str(i)}, context("alice", "r")) for i in range(5)))
+    assert [o.text for o in outcomes] == [f"echo: {i}" for i in range(5)]
+    assert await trigger.call("echo", {"text": "again"}, context("alice", "r")) == ToolOutcome("echo: again")
     methods = downstream.seen.methods()
     assert methods.count("initialize") == 1
     assert methods.count("tools/call") == 6
@@ -160,8 +163,8 @@ async def test_calls_share_one_session_and_list_tools_once(downstream: Downstrea
     assert len({s for m, s, _ in downstream.seen.requests if m == "tools/call"}) == 1
 
 
-async def test_concurrent_questions_on_one_session_reach_their_own_calls(downstream: Downstream) -> None:
-    trigger, broker, http = await make_trigger(downstream.url)
+async def test_concurrent_questions_on_one_session_reach_their_own_calls(downstream: Downstream, kept: Kept) -> None:
+    trigger, broker = kept
     paused: dict[str, RunPaused] = {}
     both = asyncio.Event()
 
@@ -174,66 +177,55 @@ async def test_concurrent_questions_on_one_session_reach_their_own_calls(downstr
 
         return Asker(broker, emit=emit)
 
-    try:
-        calls = {
-            user: asyncio.create_task(
-                trigger.call("provision", {"name": user}, context(user, f"run_{user}", asker_for(f"run_{user}")))
-            )
-            for user in ("alice", "bob")
-        }
-        with anyio.fail_after(10):
-            await both.wait()
-        asked = {run: await broker.store.get(p.elicitation_ids[0]) for run, p in paused.items()}
-        assert {run: (e.user_id, e.message) for run, e in asked.items() if e is not None} == {
-            "run_alice": ("alice", "Which region should alice live in?"),
-            "run_bob": ("bob", "Which region should bob live in?"),
-        }
-        # Each person answers only their own question; each call gets its own answer.
-        await broker.respond(paused["run_bob"].elicitation_ids[0], Answer("accept", {"region": "us-east-1"}), "bob")
-        await broker.respond(paused["run_alice"].elicitation_ids[0], Answer("accept", {"region": "eu-west-1"}), "alice")
-        with anyio.fail_after(10):
-            assert (await calls["alice"]).text == "alice in eu-west-1"
-            assert (await calls["bob"]).text == "bob in us-east-1"
-    finally:
-        await trigger.close()
-        await http.aclose()
-        await broker.close()
+    calls = {
+        user: asyncio.create_task(
+            trigger.call("provision", {"name": user}, context(user, f"run_{user}", asker_for(f"run_{user}")))
+        )
+        for user in ("alice", "bob")
+    }
+    with anyio.fail_after(10):
+        await both.wait()
+    asked = {run: await broker.store.get(p.elicitation_ids[0]) for run, p in paused.items()}
+    assert {run: (e.user_id, e.message) for run, e in asked.items() if e is not None} == {
+        "run_alice": ("alice", "Which region should alice live in?"),
+        "run_bob": ("bob", "Which region should bob live in?"),
+    }
+    # Each person answers only their own question; each call gets its own answer.
+    await broker.respond(paused["run_bob"].elicitation_ids[0], Answer("accept", {"region": "us-east-1"}), "bob")
+    await broker.respond(paused["run_alice"].elicitation_ids[0], Answer("accept", {"region": "eu-west-1"}), "alice")
+    with anyio.fail_after(10):
+        assert (await calls["alice"]).text == "alice in eu-west-1"
+        assert (await calls["bob"]).text == "bob in us-east-1"
     assert downstream.seen.methods().count("initialize") == 1
 
 
-async def test_a_restarted_server_gets_a_new_session_and_the_call_is_made_once(downstream: Downstream) -> None:
-    trigger, broker, http = await make_trigger(downstream.url)
-    try:
-        assert (await trigger.call("echo", {"text": "before"}, context("alice", "r"))).text == "echo: before"
-        await asyncio.to_thread(downstream.restart)  # the new server knows no session: 404, a new one, the call
-        assert (await trigger.call("echo", {"text": "after"}, context("alice", "r"))).text == "echo: after"
-    finally:
-        await trigger.close()
-        await http.aclose()
-        await broker.close()
+async def test_a_restarted_server_gets_a_new_session_and_the_call_is_made_once(
+    downstream: Downstream, kept: Kept
+) -> None:
+    trigger, _ = kept
+    assert (await trigger.call("echo", {"text": "before"}, context("alice", "r"))).text == "echo: before"
+    await asyncio.to_thread(downstream.restart)  # the new server knows no session: 404, a new one, the call
+    assert (await trigger.call("echo", {"text": "after"}, context("alice", "r"))).text == "echo: after"
     requests = downstream.seen.requests
     assert [m for m, _, _ in requests].count("initialize") == 2
     calls = [session for method, session, _ in requests if method == "tools/call"]
     assert len(calls) == 3 and calls[1] == calls[0] != calls[2]  # the one refused with 404, then the new session
 
 
-async def test_sessions_are_kept_per_credential_and_a_refused_one_is_dropped(downstream: Downstream) -> None:
-    trigger, broker, http = await make_trigger(downstream.url)
-    try:
-        for header in ("Bearer alice-token", "Bearer bob-token", "Bearer alice-token"):
-            auth = CallAuth(header)
-            outcome = await trigger._call("echo", {"text": header}, context("alice", "r"), auth)
-            assert outcome.text == f"echo: {header}" and not auth.rejected
-        refused = CallAuth("Bearer bad")
-        outcome = await trigger._call("echo", {"text": "x"}, context("alice", "r"), refused)
-        assert outcome.is_error and refused.rejected
-        again = CallAuth("Bearer bad")
-        await trigger._call("echo", {"text": "x"}, context("alice", "r"), again)
-        assert again.rejected  # a new attempt, not a broken session remembered
-    finally:
-        await trigger.close()
-        await http.aclose()
-        await broker.close()
+async def test_sessions_are_kept_per_credential_and_a_refused_one_is_dropped(
+    downstream: Downstream, kept: Kept
+) -> None:
+    trigger, _ = kept
+    for header in ("Bearer alice-token", "Bearer bob-token", "Bearer alice-token"):
+        auth = CallAuth(header)
+        outcome = await trigger._call("echo", {"text": header}, context("alice", "r"), auth)
+        assert outcome.text == f"echo: {header}" and not auth.rejected
+    refused = CallAuth("Bearer bad")
+    outcome = await trigger._call("echo", {"text": "x"}, context("alice", "r"), refused)
+    assert outcome.is_error and refused.rejected
+    again = CallAuth("Bearer bad")
+    await trigger._call("echo", {"text": "x"}, context("alice", "r"), again)
+    assert again.rejected  # a new attempt, not a broken session remembered
     by_session: dict[str | None, set[str | None]] = {}
     for method, session, header in downstream.seen.requests:
         if method != "initialize":
@@ -244,59 +236,47 @@ async def test_sessions_are_kept_per_credential_and_a_refused_one_is_dropped(dow
     assert initializes.count("Bearer bad") == 2
 
 
-async def test_closing_the_trigger_ends_its_sessions(downstream: Downstream) -> None:
-    trigger, broker, http = await make_trigger(downstream.url)
-    try:
-        await trigger.call("echo", {"text": "x"}, context("alice", "r"))
-        await trigger.close()
-        assert (await trigger.call("echo", {"text": "y"}, context("alice", "r"))).text == "echo: y"  # opens anew
-        await trigger.close()
-    finally:
-        await http.aclose()
-        await broker.close()
+async def test_closing_the_trigger_ends_its_sessions(downstream: Downstream, kept: Kept) -> None:
+    trigger, _ = kept
+    await trigger.call("echo", {"text": "x"}, context("alice", "r"))
+    await trigger.close()
+    assert (await trigger.call("echo", {"text": "y"}, context("alice", "r"))).text == "echo: y"  # opens anew
+    await trigger.close()
     assert downstream.seen.methods().count("initialize") == 2
 
 
-async def test_a_server_dying_mid_question_fails_that_call_and_the_next_call_reconnects(downstream: Downstream) -> None:
-    trigger, broker, http = await make_trigger(downstream.url)
+async def test_a_server_dying_mid_question_fails_that_call_and_the_next_call_reconnects(
+    downstream: Downstream, kept: Kept
+) -> None:
+    trigger, broker = kept
     asked = asyncio.Event()
 
     async def emit(event: Any) -> None:
         if isinstance(event, RunPaused):
             asked.set()
 
-    try:
-        call = asyncio.create_task(
-            trigger.call("provision", {"name": "orders"}, context("alice", "run_1", Asker(broker, emit=emit)))
-        )
-        with anyio.fail_after(10):
-            await asked.wait()
-        await asyncio.to_thread(downstream.stop)  # the server goes away with the question open
-        with anyio.fail_after(30):
-            outcome = await call
-        assert outcome.is_error and "failed during provision" in outcome.text
-        await asyncio.to_thread(downstream.restart)
-        assert (await trigger.call("echo", {"text": "back"}, context("alice", "r"))).text == "echo: back"
-    finally:
-        await trigger.close()
-        await http.aclose()
-        await broker.close()
+    call = asyncio.create_task(
+        trigger.call("provision", {"name": "orders"}, context("alice", "run_1", Asker(broker, emit=emit)))
+    )
+    with anyio.fail_after(10):
+        await asked.wait()
+    await asyncio.to_thread(downstream.stop)  # the server goes away with the question open
+    with anyio.fail_after(30):
+        outcome = await call
+    assert outcome.is_error and "failed during provision" in outcome.text
+    await asyncio.to_thread(downstream.restart)
+    assert (await trigger.call("echo", {"text": "back"}, context("alice", "r"))).text == "echo: back"
     assert downstream.seen.methods().count("initialize") == 2
 
 
 async def test_a_session_nobody_uses_closes_and_the_next_call_opens_another(
-    downstream: Downstream, monkeypatch: pytest.MonkeyPatch
+    downstream: Downstream, kept: Kept, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sessions, "IDLE_S", 0.2)
-    trigger, broker, http = await make_trigger(downstream.url)
-    try:
-        await trigger.call("echo", {"text": "x"}, context("alice", "r"))
-        await trigger.call("echo", {"text": "y"}, context("alice", "r"))  # in use within the idle time: kept
-        assert downstream.seen.methods().count("initialize") == 1
-        await asyncio.sleep(0.6)
-        assert (await trigger.call("echo", {"text": "z"}, context("alice", "r"))).text == "echo: z"
-    finally:
-        await trigger.close()
-        await http.aclose()
-        await broker.close()
+    trigger, _ = kept
+    await trigger.call("echo", {"text": "x"}, context("alice", "r"))
+    await trigger.call("echo", {"text": "y"}, context("alice", "r"))  # in use within the idle time: kept
+    assert downstream.seen.methods().count("initialize") == 1
+    await asyncio.sleep(0.6)
+    assert (await trigger.call("echo", {"text": "z"}, context("alice", "r"))).text == "echo: z"
     assert downstream.seen.methods().count("initialize") == 2

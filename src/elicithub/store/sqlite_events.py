@@ -10,12 +10,10 @@ import json
 import sqlite3
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elicithub.store.base import Notifier
-
-if TYPE_CHECKING:
-    from elicithub.store.sqlite import SqliteDb
+from elicithub.store.sqlite_db import SqliteDb
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000

@@ -261,17 +261,24 @@ class McpServerTrigger:
     ) -> mt.CallToolResult:
         """The call on a kept session; once more on a new one when the server had forgotten the session (its 404
         means it never saw the call)."""
-        for attempt in (1, 2):
-            try:
-                async with self._session(auth) as client:
-                    return await self._rounds(client, tool, arguments, question, resume)
-            except Exception as exc:
-                self._forget_session(auth, exc)
-                if attempt == 2 or not auth.session_lost or question.asked:
-                    raise
-                auth.session_lost = False
-                log.info("%s forgot its session; calling %s on a new one", self.server.id, tool)
-        raise AssertionError("unreachable")
+        try:
+            return await self._on_session(tool, arguments, question, resume, auth)
+        except Exception:
+            if not auth.session_lost or question.asked:
+                raise
+        auth.session_lost = False
+        log.info("%s forgot its session; calling %s on a new one", self.server.id, tool)
+        return await self._on_session(tool, arguments, question, resume, auth)
+
+    async def _on_session(
+        self, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None, auth: CallAuth
+    ) -> mt.CallToolResult:
+        try:
+            async with self._session(auth) as client:
+                return await self._rounds(client, tool, arguments, question, resume)
+        except Exception as exc:
+            self._forget_session(auth, exc)
+            raise
 
     def _forget_session(self, auth: CallAuth, exc: BaseException) -> None:
         """A refused token or a broken connection ends the session for everyone using it; a protocol error

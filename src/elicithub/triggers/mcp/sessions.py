@@ -3,7 +3,7 @@
 A session's `Client` lives in a task of its own (the SDK's task groups must close in the task that opened them).
 Calls share it concurrently: the SDK runs each outgoing request, and a server's requests back to the hub, in the
 context of the call that sent it, so every call keeps its own Authorization check (`CallAuth`) and its own
-questions (`current_question`). The session's tool listing stays with it, so a result needs no new `tools/list`.
+questions (`server._question`). The session's tool listing stays with it, so a result needs no new `tools/list`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class _Session:
     header: str | None
     opened: asyncio.Future[Client]
     closing: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[None] | None = None  # its holder, set as it starts
     in_use: int = 0
     last_used: float = field(default_factory=time.monotonic)
     broken: bool = False
@@ -56,13 +56,8 @@ class Sessions:
         if session is None or session.broken:
             session = self._start(auth)
         session.in_use += 1
-        try:
-            client = await asyncio.shield(session.opened)
-            yield client
-        except BaseException:
-            if session.opened.done() and session.opened.exception() is not None:
-                self._discard(session)
-            raise
+        try:  # a session that fails to open leaves `_open` by itself (`_hold`)
+            yield await asyncio.shield(session.opened)
         finally:
             session.in_use -= 1
             session.last_used = time.monotonic()
@@ -128,13 +123,10 @@ class Sessions:
             self._discard(idle.pop(0))
 
     async def close(self) -> None:
-        sessions = list(self._open.values())
-        self._open.clear()
-        tasks = []
+        sessions, self._open = list(self._open.values()), {}
         for session in sessions:
             session.closing.set()
-            if session.task is not None:
-                tasks.append(session.task)
+        tasks = [s.task for s in sessions if s.task is not None]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=CLOSE_S)
             for task in pending:

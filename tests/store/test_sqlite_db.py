@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from elicithub.core.elicitation import State
-from elicithub.store.sqlite import PURGE_BATCH, SqliteDb, SqliteStore
+from elicithub.store.sqlite import PURGE_BATCH, SqliteStore
+from elicithub.store.sqlite_db import SqliteDb
 from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
