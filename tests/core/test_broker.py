@@ -482,3 +482,63 @@ async def test_a_run_going_away_cancels_what_it_waited_on_unless_the_hub_is_dura
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await state_of(store, e.id) is (State.PENDING if durable else State.CANCELLED)
+
+
+async def joined(broker: Broker, elicitation_id: str, waiters: int) -> None:
+    """Until `waiters` wait here for the question."""
+    with anyio.fail_after(5):
+        while broker.waiters(elicitation_id) < waiters:
+            await asyncio.sleep(0.001)
+
+
+@pytest.mark.anyio
+async def test_every_waiter_of_one_question_wakes_once_with_the_same_resolution(broker: Broker) -> None:
+    e = question()
+    async with broker.events.bus.subscribe(e.run_id) as queue:
+        run = asyncio.create_task(broker.request(e))
+        with anyio.fail_after(5):
+            assert await queue.get() == ElicitationRequested(e)
+        relays = [asyncio.create_task(broker.wait(e.id)) for _ in range(2)]
+        await joined(broker, e.id, 3)
+
+        answer = Answer("accept", {"region": "us"})
+        taken = await broker.respond(e.id, answer, "alice", "conv_1")
+
+        assert [await finish(t) for t in (run, *relays)] == [taken] * 3
+        assert drain(queue) == [ElicitationResolved(e.id, "accepted")]  # announced once, not once per waiter
+    assert broker.pending_here() == 0 and broker.waiters(e.id) == 0
+
+
+@pytest.mark.anyio
+async def test_a_waiter_that_gives_up_leaves_the_others_waiting(broker: Broker) -> None:
+    e = question()
+    run = await start(broker, e)
+    relay = asyncio.create_task(broker.wait(e.id))
+    await joined(broker, e.id, 2)
+
+    relay.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await relay
+    assert broker.waiters(e.id) == 1 and not run.done()
+    assert await state_of(broker.store, e.id) is State.PENDING  # a relay going away cancels nothing
+
+    await broker.respond(e.id, EU, "alice", "conv_1")
+    assert (await finish(run)).outcome == "accepted"
+
+
+@pytest.mark.anyio
+async def test_a_waiter_joining_after_the_end_gets_the_stored_resolution(broker: Broker) -> None:
+    e = question()
+    run = await start(broker, e)
+    await broker.respond(e.id, Answer("decline"), "alice", "conv_1")
+    assert (await finish(run)).outcome == "declined"
+    assert await broker.wait(e.id) == Resolution(e.id, "declined")
+
+
+@pytest.mark.anyio
+async def test_the_run_and_a_relay_both_wake_when_the_question_expires(broker: Broker) -> None:
+    e = question(timeout_s=0.2)
+    run = await start(broker, e)
+    relay = asyncio.create_task(broker.wait(e.id))
+    assert (await finish(run)).outcome == "expired"
+    assert (await finish(relay)).outcome == "expired"

@@ -165,3 +165,17 @@ async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_o
         await broker.close()
         await store.close()
         await writer.close()
+
+
+async def test_waiters_on_both_brokers_wake_when_either_takes_the_answer(pair: Pair) -> None:
+    task, queue, eid = await wait_here(pair)
+    relay_here = asyncio.create_task(pair.here.wait(eid))
+    relay_there = asyncio.create_task(pair.there.wait(eid))
+    with anyio.fail_after(5):
+        while pair.here.waiters(eid) < 2 or pair.there.waiters(eid) < 1:
+            await asyncio.sleep(0.001)
+
+    taken = await pair.there.respond(eid, EU, "alice", "conv_1")
+
+    assert [await finish(t) for t in (task, relay_here, relay_there)] == [taken] * 3
+    assert drain(queue) == [ElicitationResolved(eid, "accepted")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -47,13 +47,24 @@ class Resolution:
         return cls(elicitation.id, elicitation.outcome, content)
 
 
+@dataclass
+class _Waiting:
+    """Everyone here waiting for one question (the run, a surface relaying it, a second reader): they share one
+    future, each is woken once with the same resolution, and the first of them to learn of the end announces it."""
+
+    elicitation: Elicitation
+    future: asyncio.Future[Resolution]
+    waiters: int = 0
+    announced: bool = False
+
+
 class Broker:
     def __init__(self, store: ElicitationStore, events: EventSink, *, durable: bool = False) -> None:
         self.store = store
         self.events = events
         self.durable = durable
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
-        self._waiters: dict[str, tuple[Elicitation, asyncio.Future[Resolution]]] = {}
+        self._waiters: dict[str, _Waiting] = {}
         self._listener: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -74,26 +85,39 @@ class Broker:
 
     async def request(self, elicitation: Elicitation) -> Resolution:
         """Store the elicitation, publish it on its run's stream, and wait until it ends (answer or deadline)."""
-        future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
-        self._waiters[elicitation.id] = (elicitation, future)
-        stored = asyncio.ensure_future(self.store.put(elicitation))
-        try:
-            await asyncio.shield(stored)
-            await self.events.publish(elicitation, ElicitationRequested(elicitation))
-            resolution = await self._until_end(elicitation, future)
-        except asyncio.CancelledError:
-            # The run went away (shutdown). A durable hub keeps the question open for the run to resume;
-            # otherwise nobody can use an answer any more, and the cancel must be stored before we give way,
-            # even if the caller keeps cancelling us (anyio does).
-            if not self.durable:
-                await _despite_cancellation(self._cancel_once_stored(stored, elicitation))
-            else:
-                await _despite_cancellation(_settled(stored))
-            raise
-        finally:
-            self._waiters.pop(elicitation.id, None)
-        await self._announce(elicitation, resolution)
+        with self._waiting(elicitation) as waiting:
+            stored = asyncio.ensure_future(self.store.put(elicitation))
+            try:
+                await asyncio.shield(stored)
+                await self.events.publish(elicitation, ElicitationRequested(elicitation))
+                resolution = await self._until_end(elicitation, waiting.future)
+            except asyncio.CancelledError:
+                # The run went away (shutdown). A durable hub keeps the question open for the run to resume;
+                # otherwise nobody can use an answer any more, and the cancel must be stored before we give way,
+                # even if the caller keeps cancelling us (anyio does).
+                if not self.durable:
+                    await _despite_cancellation(self._cancel_once_stored(stored, elicitation))
+                else:
+                    await _despite_cancellation(_settled(stored))
+                raise
+        await self._announce_once(waiting, resolution)
         return resolution
+
+    @contextlib.contextmanager
+    def _waiting(self, elicitation: Elicitation) -> Iterator[_Waiting]:
+        """Join the waiters of a question here; the last to leave takes the entry away (a waiter that gives up
+        leaves the others waiting)."""
+        waiting = self._waiters.get(elicitation.id)
+        if waiting is None:
+            future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
+            waiting = self._waiters[elicitation.id] = _Waiting(elicitation, future)
+        waiting.waiters += 1
+        try:
+            yield waiting
+        finally:
+            waiting.waiters -= 1
+            if waiting.waiters == 0 and self._waiters.get(elicitation.id) is waiting:
+                del self._waiters[elicitation.id]
 
     async def open(self, elicitation: Elicitation) -> None:
         """Store a new question and show it on its run's stream; `wait` for its end."""
@@ -123,32 +147,34 @@ class Broker:
         await self._announce(elicitation, await self.end(elicitation.id, State.CANCELLED))
 
     async def _announce(self, elicitation: Elicitation, resolution: Resolution) -> None:
-        # While someone waits here, only the waiter announces the end, whichever way it learnt of it (its own
+        # While someone waits here, only a waiter announces the end, whichever way it learnt of it (its own
         # transition, its deadline, or a notice from the store). A transition made by another instance is also
         # announced there; readers of the run's stream keep the first announcement of each question.
         await self.events.publish(elicitation, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
 
+    async def _announce_once(self, waiting: _Waiting, resolution: Resolution) -> None:
+        if not waiting.announced:
+            waiting.announced = True
+            await self._announce(waiting.elicitation, resolution)
+
     async def wait(self, elicitation_id: str) -> Resolution:
-        """Wait for a question (opened here or earlier: before a restart, or by another instance) to end."""
+        """Wait for a question (opened here or earlier: before a restart, or by another instance) to end. Any
+        number may wait for one question; each is woken with the same resolution."""
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
-        future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
-        self._waiters[elicitation_id] = (elicitation, future)
-        try:
+        with self._waiting(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us.
             current = await self.store.get(elicitation_id)
-            if future.done():
-                resolution = future.result()  # it ended while we registered: ours to announce
+            if waiting.future.done():
+                resolution = waiting.future.result()  # it ended while we registered: ours to announce
             elif current is not None and current.state is not State.PENDING:
                 return Resolution.of(current)  # it ended before we registered: that transition announced it
             else:
-                resolution = await self._until_end(elicitation, future)
-        finally:
-            self._waiters.pop(elicitation_id, None)
-        await self._announce(elicitation, resolution)
+                resolution = await self._until_end(waiting.elicitation, waiting.future)
+        await self._announce_once(waiting, resolution)
         return resolution
 
     async def wait_all(
@@ -233,6 +259,11 @@ class Broker:
     def pending_here(self) -> int:
         return len(self._waiters)
 
+    def waiters(self, elicitation_id: str) -> int:
+        """How many wait here for this question."""
+        waiting = self._waiters.get(elicitation_id)
+        return 0 if waiting is None else waiting.waiters
+
     async def cancel(self, elicitation_ids: list[str]) -> None:
         """Cancel questions that are still open (the person moved on with a new message), wherever they wait."""
         for elicitation_id in elicitation_ids:
@@ -245,11 +276,11 @@ class Broker:
         outcome: Outcome = state.value  # type: ignore[assignment]
         log.info("elicitation %s %s", elicitation.id, outcome)
         resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
-        waiter = self._waiters.get(elicitation.id)
-        if waiter is None:
+        waiting = self._waiters.get(elicitation.id)
+        if waiting is None:
             await self._announce(elicitation, resolution)
-        elif not waiter[1].done():
-            waiter[1].set_result(resolution)
+        elif not waiting.future.done():
+            waiting.future.set_result(resolution)
         return True
 
     async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
@@ -268,12 +299,12 @@ class Broker:
             notices = self.store.resolutions()
 
     async def _catch_up(self, elicitation_id: str) -> None:
-        waiter = self._waiters.get(elicitation_id)
-        if waiter is None or waiter[1].done():
-            return  # nobody waits here, or the waiter already knows (this process made the transition)
+        waiting = self._waiters.get(elicitation_id)
+        if waiting is None or waiting.future.done():
+            return  # nobody waits here, or the waiters already know (this process made the transition)
         stored = await self.store.get(elicitation_id)
-        if stored is not None and stored.state is not State.PENDING and not waiter[1].done():
-            waiter[1].set_result(Resolution.of(stored))
+        if stored is not None and stored.state is not State.PENDING and not waiting.future.done():
+            waiting.future.set_result(Resolution.of(stored))
 
 
 async def _settled(stored: asyncio.Future[None]) -> None:
