@@ -3,12 +3,14 @@ redis-server), one form schema."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import redis
 
@@ -109,3 +111,11 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     opened = open_backend(url, events_max_len=100)
     yield opened
     await opened.close()
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
+    """Until `condition` holds: for state another task reaches through I/O, which offers no event to wait on. The
+    deadline only ends a test that would hang; nothing here depends on how fast the machine is."""
+    with anyio.fail_after(timeout_s):
+        while not condition():  # noqa: ASYNC110 - the condition is read from the broker, which has no event for it
+            await asyncio.sleep(0.001)

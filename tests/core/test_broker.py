@@ -17,7 +17,7 @@ from elicithub.core.ports import ElicitationStore as Store
 from elicithub.core.schema import FieldError
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.store import MemoryStore
-from tests.core_fixtures import SCHEMA, BusSink
+from tests.core_fixtures import SCHEMA, BusSink, until
 
 EU = Answer("accept", {"region": "eu"})
 
@@ -486,9 +486,7 @@ async def test_a_run_going_away_cancels_what_it_waited_on_unless_the_hub_is_dura
 
 async def joined(broker: Broker, elicitation_id: str, waiters: int) -> None:
     """Until `waiters` wait here for the question."""
-    with anyio.fail_after(5):
-        while broker.waiters(elicitation_id) < waiters:
-            await asyncio.sleep(0.001)
+    await until(lambda: broker.waiters(elicitation_id) >= waiters)
 
 
 @pytest.mark.anyio

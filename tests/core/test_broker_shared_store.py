@@ -23,7 +23,7 @@ from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.store import RedisStore
 from tests.core.test_broker import EU, drain, finish, question, state_of
-from tests.core_fixtures import BusSink, RedisServer
+from tests.core_fixtures import BusSink, RedisServer, until
 
 pytestmark = pytest.mark.anyio
 
@@ -171,9 +171,7 @@ async def test_waiters_on_both_brokers_wake_when_either_takes_the_answer(pair: P
     task, queue, eid = await wait_here(pair)
     relay_here = asyncio.create_task(pair.here.wait(eid))
     relay_there = asyncio.create_task(pair.there.wait(eid))
-    with anyio.fail_after(5):
-        while pair.here.waiters(eid) < 2 or pair.there.waiters(eid) < 1:
-            await asyncio.sleep(0.001)
+    await until(lambda: pair.here.waiters(eid) >= 2 and pair.there.waiters(eid) >= 1)
 
     taken = await pair.there.respond(eid, EU, "alice", "conv_1")
 
