@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx
 import mcp_types as mt
 import pytest
@@ -44,6 +48,59 @@ def test_a_sign_in_asked_of_an_mcp_client_completes_the_call(
     before = tracker.stats()
     asyncio.run(go())
     assert tracker.stats()["unauthenticated"] == before["unauthenticated"]
+
+
+def relayed(hub: RunningHub, url: str) -> None:
+    """Until the hub's MCP surface waits for the sign-in beside the run: the client's `accept` has arrived. (The
+    link names the question; a 2026-07-28 client is not told its id.)"""
+    token = parse_qs(urlsplit(url).query)["t"][0]
+    elicitation_id = hub.hub.links.verify(token, 60).elicitation_id
+    deadline = time.monotonic() + 30
+    while hub.hub.broker.waiters(elicitation_id) < 2:
+        assert time.monotonic() < deadline, "the client's accept never reached the hub"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("order", ["accept-then-sign-in", "accept-during-sign-in"])
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_client_that_accepts_before_the_person_signs_in_gets_the_result(
+    auth_hub: RunningHub, tracker: TrackerProcess, browser: Browser, mode: str, order: str
+) -> None:
+    # The spec's order for url mode: the client says `accept` when the person agrees to open the link, the
+    # person signs in afterwards, and the call goes on when the sign-in completes.
+    completed: list[str] = []
+    signed_in: list[httpx.Response] = []
+
+    def person(url: str, consent: httpx.Response | None) -> None:
+        relayed(auth_hub, url)
+        page = browser.press(consent, "Allow") if consent is not None else browser.sign_in(url)
+        signed_in.append(page)
+
+    async def accept_first(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        assert isinstance(params, mt.ElicitRequestURLParams)
+        # During: the consent page is open, not yet allowed, when the client answers.
+        consent = await asyncio.to_thread(browser.open, params.url) if order == "accept-during-sign-in" else None
+        threading.Thread(target=person, args=(params.url, consent), daemon=True).start()
+        return mt.ElicitResult(action="accept")
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mt.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+
+    async def go() -> None:
+        async with connected(auth_hub, mode, elicitation_callback=accept_first, message_handler=on_message) as (
+            client,
+            _,
+        ):
+            with anyio.fail_after(60):
+                result = await client.call_tool("assistant", {"message": "/call tracker.list_issues {}"})
+        assert "issue" in text(result).lower() and not result.is_error, text(result)
+        if mode == "legacy":
+            assert len(completed) == 1
+
+    asyncio.run(go())
+    assert len(signed_in) == 1 and "Connected" in signed_in[0].text
+    assert auth_hub.hub.broker.pending_here() == 0
 
 
 def rpc(client: httpx.Client, session: str | None, method: str, params: dict[str, Any], id_: int | None) -> Any:
