@@ -40,7 +40,7 @@ class Showing:
     emit: Emit
     agent_path: tuple[str, ...]
 
-    def context(self, record: RunRecord, asker: Asker) -> CallContext:
+    def context(self, record: RunRecord, asker: Asker | None) -> CallContext:
         """A call's context: the run's person, its questions shown here."""
         return CallContext(
             record.conversation_id,
@@ -115,10 +115,11 @@ class Runner:
         try:
             if not resumed:
                 await emit(RunStarted(record.run_id))
-            specs = await self._list_tools(record, showing, resumed)
             if resumed and record.tool_calls:
                 record = await self._calls(record, messages, record.tool_calls, record.call_index, emit, showing)
             for _ in range(MAX_STEPS):
+                # Listed before each turn: a call may have connected a server whose tools were unknown.
+                specs = await self._list_tools(record, showing)
                 turn = await self.model.complete(messages, specs)
                 await emit(StepStarted())
                 if turn.text:
@@ -142,22 +143,10 @@ class Runner:
             reason = "error"
         return record, messages, reason
 
-    async def _list_tools(self, record: RunRecord, showing: Showing, resumed: bool) -> list[ToolSpec]:
-        """The tools the model may call. Listing may need the person first (a sign-in for a server whose tools
-        nobody could list yet): that pause is on record too, and a resumed run answers it from the store."""
-        listing = record.with_()
-
-        async def save(pause: Pause) -> None:
-            nonlocal listing
-            listing = listing.with_(pause=pause, status=next_status(listing.status, "pause"))
-            await self.runs.save(listing)
-
-        resume = record.pause if resumed and not record.tool_calls else None
-        asker = Asker(self.broker, save=save, emit=showing.emit, resume=resume, agent_path=showing.agent_path)
-        specs = await self.tools.list_tools(showing.context(record, asker))
-        if asker.paused:
-            await self.runs.save(listing.with_(pause=None, status=next_status(listing.status, "continue")))
-        return specs
+    async def _list_tools(self, record: RunRecord, showing: Showing) -> list[ToolSpec]:
+        """The tools the model may call now. Listing never asks anything: a server whose tools need the person's
+        sign-in offers `SERVER.connect`, and only a call to it asks."""
+        return await self.tools.list_tools(showing.context(record, None))
 
     async def _calls(
         self,

@@ -19,6 +19,8 @@ class ToolSpec:
     """Qualified as SERVER.TOOL."""
     description: str
     input_schema: dict[str, Any]
+    stands_in: bool = False
+    """`SERVER.connect` of a server whose tools only the person's sign-in shows: any `SERVER.*` may be called."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class ScriptedModel:
         if match is None:
             return ModelTurn(text=_help(tools))
         name, raw = match["name"], match["args"].strip() or "{}"
-        if name not in {t.name for t in tools}:
+        if not callable_name(name, tools):
             return ModelTurn(text=f"There is no tool {name}. {_help(tools)}")
         try:
             arguments = jsonwire.loads(raw)
@@ -74,9 +76,20 @@ class ScriptedModel:
         return ModelTurn(tool_calls=[ToolCall(f"call_{self._calls}", name, arguments)])
 
 
+def callable_name(name: str, tools: list[ToolSpec]) -> bool:
+    """A listed tool, or any tool of a server that stands in with `SERVER.connect` (the call asks the sign-in)."""
+    prefix = name.partition(".")[0]
+    return any(t.name == name or (t.stands_in and t.name == f"{prefix}.connect") for t in tools)
+
+
 def _help(tools: list[ToolSpec]) -> str:
     listing = "\n".join(f"- {t.name}: {t.description}" for t in tools) or "- (no tools are configured)"
-    return f"Call a tool with: /call SERVER.TOOL {{json arguments}}\nAvailable tools:\n{listing}"
+    help_ = f"Call a tool with: /call SERVER.TOOL {{json arguments}}\nAvailable tools:\n{listing}"
+    unknown = [t.name.partition(".")[0] for t in tools if t.stands_in]
+    if unknown:
+        names = ", ".join(unknown)
+        help_ += f"\nConnect your account to see the tools of: {names} (call SERVER.connect, or any of its tools)."
+    return help_
 
 
 class OpenAIModel:
@@ -112,7 +125,9 @@ class OpenAIModel:
                 arguments = json.loads(function.arguments or "{}")
             except json.JSONDecodeError:
                 arguments = {}
-            calls.append(ToolCall(call.id, by_wire.get(function.name, function.name), arguments))
+            # A name not offered may be a tool of a server whose tools a sign-in shows (SERVER__TOOL).
+            name = by_wire.get(function.name, function.name.replace("__", ".", 1))
+            calls.append(ToolCall(call.id, name, arguments))
         return ModelTurn(text=message.content, tool_calls=calls)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any, Protocol
 
 from elicithub.runtime.models import ToolSpec
@@ -63,7 +64,7 @@ class ToolRouter:
             if isinstance(result, BaseException):
                 log.warning("%s is unavailable: %s", trigger.prefix, result)
                 continue
-            specs.extend(ToolSpec(f"{trigger.prefix}.{t.name}", t.description, t.input_schema) for t in result)
+            specs.extend(replace(t, name=f"{trigger.prefix}.{t.name}") for t in result)
         return specs
 
     async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:

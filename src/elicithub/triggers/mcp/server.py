@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
@@ -28,15 +26,13 @@ from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
+from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.questions import Question, Refused
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 from elicithub.triggers.mcp.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
-TOOLS_TTL_S = 30.0
-LISTING_TTL_S = 7 * 24 * 3600.0
-"""How long the store keeps a user-scoped server's last listing (refreshed whenever someone lists it)."""
 CLIENT_INFO = mt.Implementation(name="elicithub", version=version("elicithub"))
 """How the hub names itself to downstream servers (not the SDK's default `mcp`)."""
 
@@ -66,9 +62,7 @@ class McpServerTrigger:
         self.max_rounds = shared.max_rounds
         self.sampler = shared.sampler
         self.gate = shared.gate
-        self.listings = shared.listings
-        self._tools: tuple[float, list[ToolSpec]] | None = None
-        self._listing = asyncio.Lock()
+        self.catalogue = Catalogue(server, self._fetch_tools, shared.gate, shared.listings)
         self._sessions = Sessions(self._client, server.id) if server.url is not None else None
 
     @property
@@ -110,91 +104,19 @@ class McpServerTrigger:
     # -- listing
 
     async def list_tools(self, context: CallContext | None) -> list[ToolSpec]:
-        if self._tools is not None and time.monotonic() - self._tools[0] < TOOLS_TTL_S:
-            return self._tools[1]
-        # One listing at a time: a burst of runs (a restart resuming hundreds) shares one answer.
-        async with self._listing:
-            if self._tools is not None and time.monotonic() - self._tools[0] < TOOLS_TTL_S:
-                return self._tools[1]
-            found = await self._list(context)
-        if found is not None:
-            return found
-        # Nobody could list this server's tools yet: this person connects their account now, before the model
-        # runs, so the tools can be listed with their token. (Not under the lock: the sign-in takes its time.)
-        assert self.gate is not None and context is not None
-        try:
-            header = await self.gate.authorization(self.server, "tools/list", context)
-        except CredentialRefused:
-            return []
-        async with self._listing:
-            return await self._listed(header)
+        return await self.catalogue.list_tools(context)
 
-    async def _list(self, context: CallContext | None) -> list[ToolSpec] | None:
-        """The tools, or None when only a sign-in by this person can list them."""
-        server = self.server
-        cached = self._tools[1] if self._tools is not None else None
-        header = await self._listing_authorization(context)
-        if server.credential_scope == "project" and header is None:
-            return cached if cached is not None else self._declared()
-        if server.credential_scope == "user" and header is None:
-            if server.tools or cached is not None:
-                # Never call a protected server without its token: offer what we know of its tools.
-                return cached if cached is not None else self._declared()
-            known = await self._known()
-            if known is not None:
-                self._tools = (time.monotonic(), known)
-                return known
-            # Nobody has listed its tools yet: some servers list them without a token.
-            with contextlib.suppress(Exception):
-                return await self._listed(None)
-            can_sign_in = self.gate is not None and context is not None and context.can_ask
-            return None if can_sign_in else []
-        return await self._listed(header)
-
-    async def _listed(self, header: str | None) -> list[ToolSpec]:
-        """The server's tools, listed with `header` (raises when it refuses); kept here and in the store."""
-        server = self.server
-        cached = self._tools[1] if self._tools is not None else None
+    async def _fetch_tools(self, header: str | None) -> list[mt.Tool] | None:
+        """The server's tools listed with `header`; None when it rejected a user's token (else it raises)."""
         auth = CallAuth(header)
         try:
             async with self._session(auth) as client:
-                listed = await client.list_tools()
+                return (await client.list_tools()).tools
         except Exception as exc:
             self._forget_session(auth, exc)
-            if header is not None and auth.rejected and server.credential_scope == "user":
-                return cached if cached is not None else self._declared()
-            raise
-        specs = [ToolSpec(t.name, t.description or t.title or t.name, dict(t.input_schema)) for t in listed.tools]
-        self._tools = (time.monotonic(), specs)
-        if server.credential_scope == "user" and self.listings is not None:
-            # Whoever listed them, everyone may see them: a user without a token is asked when a tool is called.
-            data = json.dumps([asdict(s) for s in specs]).encode()
-            await self.listings.put(f"tools:{server.id}", data, LISTING_TTL_S)
-        return specs
-
-    async def _known(self) -> list[ToolSpec] | None:
-        """The tools last listed with any user's token, on any hub sharing the store."""
-        if self.listings is None:
-            return None
-        data = await self.listings.get(f"tools:{self.server.id}")
-        return None if data is None else [ToolSpec(**s) for s in json.loads(data)]
-
-    def _declared(self) -> list[ToolSpec]:
-        return [ToolSpec(t.name, t.description or t.name, dict(t.input_schema)) for t in self.server.tools]
-
-    async def _listing_authorization(self, context: CallContext | None) -> str | None:
-        server = self.server
-        if self.gate is None or server.credential_scope == "none":
-            return None
-        if server.credential_scope == "project":
-            try:
-                return await self.gate.authorization(server, "tools/list", context or _NOBODY)
-            except CredentialRefused:
+            if header is not None and auth.rejected and self.server.credential_scope == "user":
                 return None
-        if context is None or context.user_id is None:
-            return None
-        credential = await self.gate.usable(server, context.user_id)
-        return None if credential is None else f"Bearer {credential.access_token}"
+            raise
 
     # -- calling
 
@@ -210,6 +132,10 @@ class McpServerTrigger:
                 header = await self.gate.authorization(server, tool, context, reconnect=reconnect, step_up=step_up)
             except CredentialRefused as exc:
                 return ToolOutcome(str(exc), is_error=True)
+            if server.credential_scope == "user":
+                unlocked = await self.catalogue.unlocked(tool, header)
+                if unlocked is not None:
+                    return unlocked
             auth = CallAuth(header)
             outcome = await self._call(tool, arguments, context, auth)
             if auth.insufficient_scope is not None:
@@ -357,8 +283,6 @@ class McpServerTrigger:
             stop_reason="endTurn",
         )
 
-
-_NOBODY = CallContext("", "", None, False)
 
 _question: contextvars.ContextVar[Question | None] = contextvars.ContextVar("elicithub_mcp_question", default=None)
 """The questions of the call in progress. A kept session serves many calls; the SDK runs a server's request in
