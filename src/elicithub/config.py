@@ -143,6 +143,9 @@ class A2aAgentConfig(ServiceConfig):
 
     url: str
     timeout_s: float = Field(default=120, gt=0)  # one request to the agent (its work between two questions)
+    # After the person says they signed in at the agent's link: how long its task may take to go on by itself
+    # before it is told so in a message on the task (many agents wait for one).
+    sign_in_grace_s: float = Field(default=5, ge=0)
 
     @model_validator(mode="after")
     def _http_url(self) -> A2aAgentConfig:

@@ -4,14 +4,17 @@ The first word of the first message picks what it does:
 - `plain`: asks "Which city are you flying from?" in words (input-required), then books from there;
 - `form`: asks as another hub would, with an `elicitation` data part (id `remote-eli-1`) holding a flat schema;
 - `auth`: waits in auth-required with a sign-in link (out of band: `GET /signin?task=ID` lets it go on);
+- `told`: waits in auth-required with a sign-in link like `auth`, but goes on only once a message on the task says
+  the sign-in is done (`told hold`: and only after `GET /release?task=ID` as well, in auth-required meanwhile);
 - `again`: asks in every round, for ever;
 - `slow`: never answers;
 - anything else: answers at once.
 
 `python a2a_agent.py PORT [TOKEN]`: with TOKEN, JSON-RPC calls need `Authorization: Bearer TOKEN`, or any bearer
 token when TOKEN is `*` (the card stays public). With `$A2A_BINDING=rest` it speaks HTTP+JSON under `/rest`
-instead of JSON-RPC. `GET /debug/log` lists the calls it served; `/debug/responses`
-the `elicitationResponse`s it got; `/debug/traceparents` the W3C trace contexts its requests carried.
+instead of JSON-RPC. `GET /debug/log` lists the calls it served (with each message's text and data parts);
+`/debug/responses` the `elicitationResponse`s it got; `/debug/traceparents` the W3C trace contexts its requests
+carried; `GET /release?task=ID` lets a `told hold` task go on.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ TRAVELLERS = {
 calls: list[dict[str, Any]] = []
 responses: list[dict[str, Any]] = []
 signed_in: dict[str, asyncio.Event] = {}
+released: dict[str, asyncio.Event] = {}
 traceparents: list[str] = []
 
 
@@ -115,6 +119,18 @@ class Travel(AgentExecutor):
             await event.wait()  # out of band: this execute() goes on once the person has signed in
             await updater.start_work()
             await updater.complete(updater.new_agent_message([new_text_part("Signed in; your trip is booked.")]))
+        elif kind == "told":
+            if not follow_up:
+                link = f"http://127.0.0.1:{PORT}/signin?task={context.task_id}"
+                await updater.requires_auth(updater.new_agent_message([new_text_part(f"Sign in to Travel at {link}")]))
+                return
+            if not any(isinstance(d, dict) and "authCompleted" in d for d in get_data_parts(context.message.parts)):
+                await updater.failed(updater.new_agent_message([new_text_part("That does not say you signed in.")]))
+                return
+            if "hold" in first.split():
+                await released.setdefault(context.task_id, asyncio.Event()).wait()
+            await updater.start_work()
+            await updater.complete(updater.new_agent_message([new_text_part("Told; your trip is booked.")]))
         elif kind == "slow":
             await asyncio.Event().wait()
         elif kind == "again":
@@ -136,6 +152,7 @@ class Recording(DefaultRequestHandler):  # type: ignore[misc,valid-type]
                 "method": "SendMessage",
                 "taskId": params.message.task_id,
                 "text": get_message_text(params.message),
+                "data": get_data_parts(list(params.message.parts)),
                 "authorization": context.state.get("headers", {}).get("authorization"),
             }
         )
@@ -181,6 +198,11 @@ async def sign_in(request: Request) -> Response:
     return PlainTextResponse("Signed in to Travel; you can close this window.")
 
 
+async def release(request: Request) -> Response:
+    released.setdefault(request.query_params["task"], asyncio.Event()).set()
+    return PlainTextResponse("Released.")
+
+
 async def debug_log(request: Request) -> Response:
     return JSONResponse(calls)
 
@@ -215,6 +237,7 @@ app = Starlette(
         *create_agent_card_routes(CARD),
         *(create_rest_routes(handler, path_prefix="/rest") if REST else create_jsonrpc_routes(handler, "/a2a")),
         Route("/signin", sign_in),
+        Route("/release", release),
         Route("/debug/log", debug_log),
         Route("/debug/responses", debug_responses),
         Route("/debug/traceparents", debug_traceparents),

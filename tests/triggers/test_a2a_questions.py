@@ -128,3 +128,14 @@ def test_another_hubs_deadline_shortens_ours() -> None:
     unreadable = task(TaskState.TASK_STATE_INPUT_REQUIRED, remote(message="?", requestedSchema=schema, expiresAt="x"))
     [asked] = build_round(unreadable, AGENT, CONTEXT, 600).elicitations
     assert (asked.expires_at - asked.created_at).total_seconds() == 600
+
+
+def test_a_sign_in_asked_in_words_is_answered_by_saying_it_is_done_with_its_link() -> None:
+    waiting = task(TaskState.TASK_STATE_AUTH_REQUIRED, new_text_part("Sign in at https://travel.example/signin"))
+    round_ = build_round(waiting, AGENT, CONTEXT, 60)
+    message = answer_message(waiting, round_, {PLAIN: Resolution("eli_1", "accepted")})
+    assert message is not None
+    assert (message.task_id, message.context_id, message.role) == ("task-1", "ctx-1", Role.ROLE_USER)
+    assert get_message_text(message) == "I have signed in."
+    assert get_data_parts(message.parts) == [{"authCompleted": {"url": "https://travel.example/signin"}}]
+    assert answer_message(waiting, round_, {PLAIN: Resolution("eli_1", "declined")}) is None

@@ -81,10 +81,13 @@ class Asker:
             await self.broker.open(elicitation)
         return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh})
 
-    async def checkpoint(self, trigger: str, state: dict[str, Any]) -> None:
-        """Record where the call is without asking anything (a delegation notes its child run), so a resumed run
-        gets it back from `resume_from()`."""
-        await self._save(Pause(trigger, {}, state))
+    async def checkpoint(
+        self, trigger: str, state: dict[str, Any], elicitation_ids: dict[str, str] | None = None
+    ) -> None:
+        """Record where the call is without asking anything (a delegation notes its child run; a downstream task
+        notes that it was told a round's answers, keeping that round's `elicitation_ids`), so a resumed run gets
+        it back from `resume_from()`."""
+        await self._save(Pause(trigger, elicitation_ids or {}, state))
 
     async def answers(self, pause: Pause) -> dict[str, Resolution | None]:
         """The answers to a round asked before the run was interrupted, waiting for those still open.

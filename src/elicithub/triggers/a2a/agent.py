@@ -1,5 +1,6 @@
 """One downstream A2A agent as a trigger: one tool, `send_message`, described from the agent's card; the task's
-questions asked of the person; after a restart the task is picked up again (GetTask), never sent twice."""
+questions asked of the person (a task still waiting after its sign-in is told it is done, once); after a restart the
+task is picked up again (GetTask), never sent twice."""
 
 from __future__ import annotations
 
@@ -184,7 +185,7 @@ class A2aAgentTrigger:
             if resume is not None:
                 # The round asked before the restart: its answers, waiting for those still open.
                 round_ = Round(list(resume.elicitation_ids), [], bool(resume.state.get("remote")))
-                ids = list(resume.elicitation_ids.values())
+                pause = resume
                 asked = asyncio.ensure_future(_asker(context).answers(resume))
             else:
                 rounds += 1
@@ -200,14 +201,16 @@ class A2aAgentTrigger:
                 except Refused:
                     await link.cancel(task)
                     raise
-                ids = [e.id for e in round_.elicitations]
-                asked = asyncio.ensure_future(self._ask(context, task, round_, rounds))
+                pause = _pause_for(task, round_, rounds)
+                asked = asyncio.ensure_future(self._ask(context, round_, pause))
             resume = None
             if state == TaskState.TASK_STATE_AUTH_REQUIRED:
-                moved = await self._through_sign_in(link, task, asked, ids, context)
+                moved = await self._through_sign_in(link, task, asked, round_, pause, context)
                 if moved is None:
                     await link.cancel(task)
                     return ToolOutcome(self._not_answered("sign in"), is_error=True)
+                if isinstance(moved, Message):
+                    return ToolOutcome(get_message_text(moved))
                 task = moved
                 continue
             message = answer_message(task, round_, await asked)
@@ -219,18 +222,10 @@ class A2aAgentTrigger:
                 return ToolOutcome(get_message_text(sent))
             task = sent
 
-    async def _ask(self, context: CallContext, task: Task, round_: Round, rounds: int) -> dict[str, Resolution | None]:
-        """Ask a round, keeping in the pause what a restarted hub needs to answer the same task: its ids, the
-        round count, how to answer (`remote`), and which status it waits in (a later round is a new question)."""
-        state = {
-            "taskId": task.id,
-            "contextId": task.context_id,
-            "rounds": rounds,
-            "remote": round_.remote,
-            "waiting": int(task.status.state),
-            "statusMessageId": task.status.message.message_id,
-        }
-        resolutions = await _asker(context).ask(round_.elicitations, trigger="a2a", keys=round_.keys, state=state)
+    async def _ask(self, context: CallContext, round_: Round, pause: Pause) -> dict[str, Resolution | None]:
+        resolutions = await _asker(context).ask(
+            round_.elicitations, trigger=pause.trigger, keys=round_.keys, state=pause.state
+        )
         return dict(zip(round_.keys, resolutions, strict=True))
 
     async def _through_sign_in(
@@ -238,14 +233,16 @@ class A2aAgentTrigger:
         link: TaskLink,
         task: Task,
         asked: asyncio.Future[dict[str, Resolution | None]],
-        ids: list[str],
+        round_: Round,
+        pause: Pause,
         context: CallContext,
-    ) -> Task | None:
+    ) -> Task | Message | None:
         """The task once it goes on after the person signed in; None when they would not.
 
         The sign-in happens at the agent, out of band: the task may move before the person tells us they are done,
-        and then the question is settled for them.
+        and then the question is settled for them. An agent still waiting `sign_in_grace_s` after they say so is told.
         """
+        ids = list(pause.elicitation_ids.values())
         watch = asyncio.ensure_future(link.follow(task))
         try:
             either: list[asyncio.Future[Any]] = [asked, watch]
@@ -260,11 +257,39 @@ class A2aAgentTrigger:
             resolutions = asked.result()
             if any(r is None or r.outcome != "accepted" for r in resolutions.values()):
                 return None
+            # Another hub goes on by itself once its own callback has the token: only other agents are told.
+            if not round_.remote and not pause.state.get(_TOLD):
+                await asyncio.wait([watch], timeout=self.agent.sign_in_grace_s)
+                if not watch.done():
+                    return await self._tell_signed_in(link, task, round_, resolutions, pause, context)
             async with asyncio.timeout(self.agent.timeout_s):
                 return await watch
         finally:
             watch.cancel()
             asked.cancel()
+
+    async def _tell_signed_in(
+        self,
+        link: TaskLink,
+        task: Task,
+        round_: Round,
+        resolutions: dict[str, Resolution | None],
+        pause: Pause,
+        context: CallContext,
+    ) -> Task | Message:
+        """Tell a task still waiting for the sign-in that the person has signed in: one message, at most once.
+
+        Noted in the pause before it is sent, as the task id is before the first message: a hub that stops in
+        between never sends it again (it waits for the task instead), whichever side of the send it stopped on.
+        """
+        current = await link.get(task.id)
+        message = answer_message(current, round_, resolutions)
+        if not _same_question(pause, current) or message is None:
+            return current  # it moved, or asks something else, meanwhile
+        asked = {key: r.elicitation_id for key, r in resolutions.items() if r is not None}
+        await _asker(context).checkpoint(pause.trigger, {**pause.state, _TOLD: True}, asked)
+        log.info("told A2A agent %s that the sign-in for task %s is done", self.agent.id, task.id)
+        return await link.send(message)
 
     async def _settle(self, ids: list[str], context: CallContext) -> None:
         for elicitation_id in ids:
@@ -296,10 +321,27 @@ class _Rejected(Exception):
 
 _NOBODY = CallContext("", "", None, False)
 
+_TOLD = "toldSignedIn"
+"""In a sign-in round's pause: the agent has been (or was about to be) told that the person signed in."""
+
 
 def _asker(context: CallContext) -> Asker:
     assert context.asker is not None  # build_round refuses first when the call cannot ask
     return context.asker
+
+
+def _pause_for(task: Task, round_: Round, rounds: int) -> Pause:
+    """A round's pause, with what a restarted hub needs to answer the same task: its ids, the round count, how to
+    answer (`remote`), and which status it waits in (a later round is a new question)."""
+    state = {
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "rounds": rounds,
+        "remote": round_.remote,
+        "waiting": int(task.status.state),
+        "statusMessageId": task.status.message.message_id,
+    }
+    return Pause("a2a", {key: e.id for key, e in zip(round_.keys, round_.elicitations, strict=True)}, state)
 
 
 def _same_question(resume: Pause, task: Task) -> bool:

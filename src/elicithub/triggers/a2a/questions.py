@@ -132,12 +132,17 @@ def _from_event(event: dict[str, Any], agent: A2aAgentConfig, common: dict[str, 
 
 _ACTIONS = {"accepted": "accept", "declined": "decline"}
 
+SIGNED_IN = "authCompleted"
+"""The data part `{"authCompleted": {"url": <the link>}}` that tells an agent still waiting in auth-required that
+the person says they have signed in at its link."""
+
 
 def answer_message(task: Task, round_: Round, resolutions: dict[str, Resolution | None]) -> Message | None:
     """The message that answers the round on the same task and context; None when the task is to be cancelled.
 
     Another hub hears a decline (its agent decides what then); a question asked in words has no way to say no. A
-    question cancelled (the person moved on) or expired ends the task either way."""
+    question cancelled (the person moved on) or expired ends the task either way. A sign-in asked in words is
+    answered with a text part and a `SIGNED_IN` data part."""
     parts: list[Part] = []
     for key in round_.keys:
         resolution = resolutions.get(key)
@@ -146,7 +151,10 @@ def answer_message(task: Task, round_: Round, resolutions: dict[str, Resolution 
         if not round_.remote:
             if resolution.outcome != "accepted":
                 return None
-            if resolution.content is not None:
+            if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED:
+                parts.append(new_text_part("I have signed in."))
+                parts.append(new_data_part({SIGNED_IN: {"url": _link(task)}}))
+            elif resolution.content is not None:
                 parts.append(new_text_part(str(resolution.content.get(PLAIN, ""))))
             continue
         response: dict[str, Any] = {"elicitationId": key, "action": _ACTIONS[resolution.outcome]}
