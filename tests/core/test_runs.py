@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from elicithub.core.runs import (
+    CHILD_RUN,
     ConversationRecord,
     Pause,
     RunRecord,
@@ -45,3 +46,12 @@ def test_conversation_keys_are_scoped_to_users_and_cannot_collide() -> None:
     assert conversation_key("alice", "chat-1") != conversation_key("bob", "chat-1")
     assert conversation_key(None, "chat-1") != conversation_key("~", "chat-1")
     assert conversation_key("a/b", "c") != conversation_key("a", "b/c")
+
+
+def test_a_pause_names_the_delegated_run_it_waits_on_and_survives_json() -> None:
+    delegating = Pause("delegate", {}, {CHILD_RUN: "run_child"})
+    assert delegating.child_run_id == "run_child"
+    record = RunRecord("run_1", "c", "alice", True, [], pause=delegating)
+    assert RunRecord.from_json(record.to_json()).pause == delegating
+    assert Pause("mcp", {"region": "eli_1"}).child_run_id is None
+    assert Pause("delegate", {}, {CHILD_RUN: 7}).child_run_id is None  # not a run id: nothing to follow

@@ -42,18 +42,25 @@ ASK = "/call t.ask {}"
 
 
 class AskingTools:
-    """One tool, `t.ask`, that asks which region through the run's asker and returns the answer."""
+    """`t.ask` asks which region through the run's asker and returns the answer; `t.late` does the same once `go`
+    is set (having set `entered`), so a test can act between the call's start and its question."""
 
     def __init__(self) -> None:
         self.calls = 0
+        self.entered = asyncio.Event()
+        self.go = asyncio.Event()
 
     async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]:
-        return [ToolSpec("t.ask", "Asks for a region.", {"type": "object"}), ToolSpec("t.echo", "Echo.", {})]
+        asks = {"type": "object"}
+        return [ToolSpec("t.ask", "Asks.", asks), ToolSpec("t.late", "Asks later.", asks), ToolSpec("t.echo", "", {})]
 
     async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
         self.calls += 1
         if name == "t.echo":
             return ToolOutcome("echoed")
+        if name == "t.late":
+            self.entered.set()
+            await self.go.wait()
         assert context.asker is not None and context.user_id is not None
         question = new_elicitation(
             conversation_id=context.conversation_id,
@@ -159,6 +166,25 @@ async def test_a_second_message_cancels_the_question_and_runs_without_waiting(ba
         # The superseded run commits nothing: the transcript is the two messages and the new run's work.
         texts = [m.get("content") for m in record.messages if m["role"] in ("user", "assistant")]
         assert texts == [ASK, "/call t.echo {}", None, "echoed"]
+
+
+async def test_a_question_opened_just_after_the_run_was_superseded_is_cancelled_at_once(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        conversation, old = await started(hub, ALICE, "chat-late", "/call t.late {}")
+        async with asyncio.timeout(5):
+            await hub.tools.entered.wait()
+        # The new message supersedes the run while its call has not asked yet: there is nothing to cancel now.
+        _, new = await started(hub, ALICE, conversation, "/call t.echo {}")
+        assert TextDelta("echoed") in await events_until(new, RunFinished)
+        hub.tools.go.set()  # the old call asks only now
+        rest = await events_until(old, RunFinished)  # and its stream ends without waiting for anyone
+        [asked] = [e for e in rest if isinstance(e, ElicitationRequested)]
+        assert ElicitationResolved(asked.elicitation.id, "cancelled") in rest
+        assert ToolCallFinished("call_1", "t.late", "cancelled: None", True) in rest
+        assert not any(isinstance(e, RunPaused) for e in rest)
+        assert await hub.conversations.pending(ALICE, conversation) == []
+        stored = await hub.broker.store.get(asked.elicitation.id)
+        assert stored is not None and stored.outcome == "cancelled"
 
 
 async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> None:

@@ -89,3 +89,69 @@ def test_after_a_restart_the_same_child_goes_on(make_hub: HubFactory, mrtr_serve
     assert answered.status_code == 200, answered.text
     assert reattached_text(second.url, conversation_id).endswith("Provisioned deleg3 in us-east-1.")
     assert provisioned(mrtr_server)["deleg3"] == 1  # the same child went on: it asked once and called once
+
+
+NESTED = [
+    {"id": "assistant", "tools": ["planner"]},
+    {"id": "planner", "tools": ["researcher"]},
+    {"id": "researcher", "tools": ["mrtr"]},
+]
+
+
+def open_stream(hub: RunningHub, text: str, conversation_id: str | None = None) -> Any:
+    headers = {"x-supports-elicitation": "true"}
+    if conversation_id is not None:
+        headers["x-conversation-id"] = conversation_id
+    client = OpenAI(base_url=f"{hub.url}/run/v1", api_key="alice-secret", default_headers=headers, max_retries=0)
+    return client.chat.completions.create(model="assistant", messages=[{"role": "user", "content": text}], stream=True)
+
+
+def delegation_chain(hub: RunningHub, elicitation_id: str) -> list[Any]:
+    """The runs from the one the person follows down to the one that asked, each found in its parent's pause."""
+
+    async def chain() -> list[Any]:
+        elicitation = await hub.hub.store.get(elicitation_id)
+        assert elicitation is not None
+        runs = [await hub.hub.backend.runs.get(elicitation.run_id)]
+        while runs[-1] is not None and runs[-1].pause is not None and runs[-1].pause.child_run_id is not None:
+            runs.append(await hub.hub.backend.runs.get(runs[-1].pause.child_run_id))
+        return runs
+
+    return asyncio.run(chain())
+
+
+def test_each_delegated_runs_parent_is_the_run_that_delegated_to_it(make_hub: HubFactory) -> None:
+    hub = make_hub(agents=NESTED)
+    stream = open_stream(hub, delegate(delegate(provision("deleg4")), agent="planner"))
+    asked = next(i for i in items(stream) if isinstance(i, dict) and i["type"] == "elicitation-request")
+    assert asked["context"]["agentPath"] == ["assistant", "planner", "researcher"]
+    top, child, grandchild = delegation_chain(hub, asked["elicitationId"])
+    assert [r.agent for r in (top, child, grandchild)] == ["assistant", "planner", "researcher"]
+    assert top.parent_run_id is None
+    assert child.parent_run_id == top.run_id
+    assert grandchild.parent_run_id == child.run_id  # its immediate parent, not the top run
+    answered = hub.answer("alice", conversation(stream), asked["elicitationId"], "accept", {"region": "eu-west-1"})
+    assert answered.status_code == 200, answered.text
+    assert "".join(i for i in items(stream) if isinstance(i, str)).endswith("Provisioned deleg4 in eu-west-1.")
+
+
+def test_a_new_message_ends_the_delegated_runs_and_cancels_their_questions(
+    make_hub: HubFactory, mrtr_server: McpProcess
+) -> None:
+    # A deadline short enough that a question left open would show as expired rather than hang the test.
+    hub = make_hub(agents=NESTED, elicitation={"timeout_s": 20})
+    old = open_stream(hub, delegate(delegate(provision("deleg5")), agent="planner"))
+    asked = next(i for i in items(old) if isinstance(i, dict) and i["type"] == "elicitation-request")
+    runs = delegation_chain(hub, asked["elicitationId"])
+    assert len(runs) == 3
+
+    new = open_stream(hub, "hello", conversation(old))
+    assert "".join(i for i in items(new) if isinstance(i, str))  # the new message runs at once
+    rest = list(items(old))  # the old stream ends: nobody is left waiting for an answer
+    assert {"type": "elicitation-resolved", "elicitationId": asked["elicitationId"], "outcome": "cancelled"} in rest
+
+    async def after() -> list[Any]:
+        return [await hub.hub.backend.runs.get(r.run_id) for r in runs]
+
+    assert [r.status for r in asyncio.run(after())] == ["finished", "finished", "finished"]
+    assert "deleg5" not in provisioned(mrtr_server)

@@ -48,6 +48,30 @@ CONFIRM = {
     "required": ["confirm"],
 }
 
+LONG_VALUE = "site-" + "z" * 195  # longer than a Slack option value may be
+PICK = {
+    "type": "object",
+    "properties": {
+        "site": {
+            "type": "string",
+            "title": "Site",
+            "oneOf": [
+                *({"const": f"site-{i:03d}", "title": f"Site number {i:03d}"} for i in range(250)),
+                {
+                    "const": LONG_VALUE,
+                    "title": "The far site, whose name is longer than the seventy-five characters a Slack menu shows",
+                },
+            ],
+        },
+        "extras": {
+            "type": "array",
+            "title": "Extras",
+            "items": {"type": "string", "enum": [f"extra-{i:03d}" for i in range(120)]},
+        },
+    },
+    "required": ["site"],
+}
+
 
 def ask(message: str, schema: dict[str, Any]) -> ElicitRequest:
     return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
@@ -81,6 +105,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
             tool("later", "Says 'not yet' once, then answers."),
             tool("summarize", "Asks the client's model to write something."),
             tool("rename", "Rename something; asks for the new name (one text field)."),
+            tool("pick", "Pick a site out of 251 and extras out of 120."),
         ]
     )
 
@@ -117,6 +142,12 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
                 input_requests={"new_name": ask(f"What should {name} be called?", NEW_NAME)}, request_state="rename"
             )
         return text(f"Renamed {name} to {answer.content['new_name']}.")
+    if params.name == "pick":
+        answer = answered(params, "pick")
+        if answer is None or answer.content is None:
+            return InputRequiredResult(input_requests={"pick": ask("Where to?", PICK)}, request_state="pick")
+        extras = answer.content.get("extras") or []
+        return text(f"Picked {answer.content['site']} with {len(extras)} extras: {', '.join(extras)}.")
     if params.name == "forever":
         round_no = int((params.request_state or "0").split(":")[0]) + 1
         # Roots are answered by the hub itself, so this loops without a person until the round cap stops it.

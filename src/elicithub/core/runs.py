@@ -12,6 +12,9 @@ Message = dict[str, Any]
 
 RunStatus = Literal["running", "paused", "finished"]
 
+CHILD_RUN = "childRunId"
+"""The key of a Pause's state that names the delegated run the paused call waits on."""
+
 
 @dataclass(frozen=True)
 class Pause:
@@ -26,6 +29,12 @@ class Pause:
     trigger: str
     elicitation_ids: dict[str, str]
     state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def child_run_id(self) -> str | None:
+        """The delegated run the paused call waits on (a delegation notes it), whose questions are its own."""
+        child = self.state.get(CHILD_RUN)
+        return child if isinstance(child, str) else None
 
 
 @dataclass(frozen=True)

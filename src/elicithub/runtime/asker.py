@@ -20,12 +20,17 @@ async def _nothing(_: Any) -> None:
     return None
 
 
+async def _always() -> bool:
+    return True
+
+
 class Asker:
     """One tool call's questions. Every trigger asks through this, so pauses look alike whoever asked.
 
     `resume` is where the call stopped before the run was interrupted (a restart, another instance): the
     trigger continues from it, and a question asked again the same way gets the earlier answer instead of
-    being shown twice.
+    being shown twice. `active` says whether the run still has the conversation: a question opened once a new
+    message has superseded it is cancelled at once.
     """
 
     def __init__(
@@ -36,12 +41,14 @@ class Asker:
         emit: Emit = _nothing,
         resume: Pause | None = None,
         agent_path: tuple[str, ...] = (),
+        active: Callable[[], Awaitable[bool]] = _always,
     ) -> None:
         self.broker = broker
         self.agent_path = agent_path
         self._save = save
         self._emit = emit
         self._resume = resume
+        self._active = active
         self._earlier = list(resume.elicitation_ids.values()) if resume is not None else []
         self.paused = False
 
@@ -79,6 +86,11 @@ class Asker:
         self.paused = True
         for elicitation in fresh:
             await self.broker.open(elicitation)
+        if not await self._active():
+            # Superseded meanwhile. The supersede cancelled what the run's pause named when it read it, which may
+            # have been before these were stored; read after storing them, one of the two sees every question.
+            await self.broker.cancel(list(ids.values()))
+            return await self._wait([ids[k] for k in keys], shown={})
         return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh})
 
     async def checkpoint(

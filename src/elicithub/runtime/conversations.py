@@ -194,10 +194,14 @@ class Conversations:
         return new_id("conv")
 
     async def _supersede(self, run_id: str) -> None:
-        """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs."""
+        """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs, and so are
+        those of the runs it delegated to, down the chain (each waits inside its parent's call). Each run then
+        ends: its call gets the cancellation, and it makes no more calls once it is no longer the active run."""
         run = await self.backend.runs.get(run_id)
-        if run is not None and run.pause is not None:
+        while run is not None and run.pause is not None:
             await self.broker.cancel(list(run.pause.elicitation_ids.values()))
+            child = run.pause.child_run_id
+            run = None if child is None else await self.backend.runs.get(child)
 
     def _start(self, record: RunRecord, *, resumed: bool) -> None:
         async def run() -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from elicithub import telemetry
@@ -21,7 +23,7 @@ from elicithub.core.events import (
 )
 from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, conversation_key, next_status
-from elicithub.runtime.asker import Asker, Emit
+from elicithub.runtime.asker import Asker, Emit, SavePause
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
@@ -34,11 +36,13 @@ MAX_STEPS = 8
 @dataclass(frozen=True)
 class Showing:
     """Where a run's questions show: on the stream of `run_id` (its own, or for a delegated run the one the
-    person follows), through `emit`, asked by the agents of `agent_path` (outermost first)."""
+    person follows), through `emit`, asked by the agents of `agent_path` (outermost first). `active` says whether
+    `run_id` is still its conversation's run: a new message supersedes it, and the runs it delegated to with it."""
 
     run_id: str
     emit: Emit
     agent_path: tuple[str, ...]
+    active: Callable[[], Awaitable[bool]]
 
     def context(self, record: RunRecord, asker: Asker | None) -> CallContext:
         """A call's context: the run's person, its questions shown here."""
@@ -49,6 +53,7 @@ class Showing:
             record.supports_elicitation,
             asker,
             self.agent_path,
+            record.run_id,
         )
 
 
@@ -80,7 +85,7 @@ class Runner:
         async def emit(event: StreamEvent) -> None:
             await self.stream.emit(key, record.run_id, event)
 
-        showing = Showing(record.run_id, emit, (record.agent,))
+        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id))
         with telemetry.run(record, resumed) as span:
             record, messages, reason = await self._steps(record, emit, showing, resumed)
             span.note("outcome", reason, failed=reason == "error")
@@ -98,18 +103,19 @@ class Runner:
         async def show(event: StreamEvent) -> None:
             await self.stream.emit(key, parent.run_id, event)
 
-        showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent))
+        active = partial(self._active, key, parent.run_id)
+        showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent), active)
         with telemetry.run(record, resumed) as span:
             record, messages, reason = await self._steps(record, emit, showing, resumed)
             span.note("outcome", reason, failed=reason == "error")
-        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status="finished"))
+        finished = next_status(record.status, "finish")
+        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
         await emit(RunFinished(reason))
         return ToolOutcome(last_words(messages), is_error=reason == "error")
 
     async def _steps(
         self, record: RunRecord, emit: Emit, showing: Showing, resumed: bool
     ) -> tuple[RunRecord, list[Message], str]:
-        key = conversation_key(record.user_id, record.conversation_id)
         messages = list(record.messages)
         reason = "stop"
         try:
@@ -127,7 +133,7 @@ class Runner:
                 if not turn.tool_calls:
                     messages.append({"role": "assistant", "content": turn.text or ""})
                     break
-                if not await self._active(key, showing.run_id):
+                if not await showing.active():
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
                 calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]
@@ -168,13 +174,7 @@ class Runner:
                 current = base.with_(pause=pause, status=next_status(current.status, "pause"))
                 await self.runs.save(current)
 
-            asker = Asker(
-                self.broker,
-                save=save,
-                emit=showing.emit,
-                resume=resume if index == start else None,
-                agent_path=showing.agent_path,
-            )
+            asker = self._asker(showing, save, resume if index == start else None)
             await emit(ToolCallStarted(call["id"], call["name"], call["arguments"]))
             if index == start and resume is not None and resume.state.get("kind") == "rerun":
                 # The call runs again from its start: first let the questions it asked before be answered,
@@ -191,6 +191,16 @@ class Runner:
             record = current.with_(messages=list(messages), call_index=index + 1, pause=None, status=status)
             await self.runs.save(record)
         return record
+
+    def _asker(self, showing: Showing, save: SavePause, resume: Pause | None) -> Asker:
+        return Asker(
+            self.broker,
+            save=save,
+            emit=showing.emit,
+            resume=resume,
+            agent_path=showing.agent_path,
+            active=showing.active,
+        )
 
     async def _active(self, key: str, run_id: str) -> bool:
         conversation = await self.conversations.get(key)

@@ -13,7 +13,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CallContext:
-    """Who a tool call runs for, where its questions are shown, and how it asks them."""
+    """Who a tool call runs for, where its questions are shown, and how it asks them.
+
+    `run_id` is the run whose stream shows the questions (the one the person follows); `caller_run_id` the run
+    making the call, when that is another (a delegated run).
+    """
 
     conversation_id: str
     run_id: str
@@ -21,6 +25,12 @@ class CallContext:
     supports_elicitation: bool
     asker: Asker | None = None
     agent_path: tuple[str, ...] = ()
+    caller_run_id: str | None = None
+
+    @property
+    def calling_run(self) -> str:
+        """The run making this call: a delegation's child run belongs to it."""
+        return self.caller_run_id or self.run_id
 
     @property
     def can_ask(self) -> bool:

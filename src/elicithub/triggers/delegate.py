@@ -15,7 +15,7 @@ from typing import Any
 from elicithub.config import AgentConfig
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import RunStore
-from elicithub.core.runs import RunRecord
+from elicithub.core.runs import CHILD_RUN, RunRecord
 from elicithub.runtime.loop import last_words
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
@@ -53,8 +53,8 @@ class DelegateTrigger:
         assert self.run_child is not None, "the runner sets run_child"
         resume = context.asker.resume_from() if context.asker is not None else None
         child = None
-        if resume is not None and resume.trigger == "delegate":
-            child = await self.runs.get(str(resume.state.get("childRunId")))
+        if resume is not None and resume.trigger == "delegate" and resume.child_run_id is not None:
+            child = await self.runs.get(resume.child_run_id)
         if child is not None and child.status == "finished":
             return ToolOutcome(last_words(child.messages))
         if child is not None:
@@ -65,13 +65,13 @@ class DelegateTrigger:
             context.user_id,
             context.supports_elicitation,
             [{"role": "user", "content": message}],
-            parent_run_id=context.run_id,
+            parent_run_id=context.calling_run,
             agent=self.agent.id,
             updated_at=time.time(),
         )
         await self.runs.save(child)
         if context.asker is not None:
-            await context.asker.checkpoint("delegate", {"childRunId": child.run_id})
+            await context.asker.checkpoint("delegate", {CHILD_RUN: child.run_id})
         return await self.run_child(child, context, False)
 
     async def close(self) -> None:

@@ -130,6 +130,22 @@ class SlackHub(RunningHub):
         return response.json() if response.content else {}
 
 
+def suggestion(slack_user: str, view: dict[str, Any], label: str, typed: str) -> dict[str, Any]:
+    """A block_suggestion payload: the person typed `typed` into the searched select labelled `label`."""
+    block = next(b for b in view["blocks"] if b["type"] == "input" and b["label"]["text"] == label)
+    return {
+        "type": "block_suggestion",
+        "user": {"id": slack_user, "team_id": TEAM},
+        "container": {"type": "view", "view_id": "V1"},
+        "api_app_id": "A0001",
+        "team": {"id": TEAM},
+        "action_id": block["element"]["action_id"],
+        "block_id": block["block_id"],
+        "value": typed,
+        "view": {**view, "id": "V1"},
+    }
+
+
 def submission(slack_user: str, view: dict[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
     """A view_submission payload for `view` with the inputs labelled as `answers`' keys set to its values."""
     values: dict[str, Any] = {}
@@ -149,6 +165,10 @@ def submission(slack_user: str, view: dict[str, Any], answers: dict[str, Any]) -
             chosen = value if value is not None else initial
             options = [o for o in element["options"] if o["value"] == chosen]
             state["selected_option"] = options[0] if options else None
+        elif element["type"] == "external_select":  # `answers` holds the option Slack suggested
+            state["selected_option"] = value if value is not None else element.get("initial_option")
+        elif element["type"] == "multi_external_select":
+            state["selected_options"] = value if value is not None else element.get("initial_options", [])
         elif element["type"] == "datepicker":
             state["selected_date"] = value if value is not None else element.get("initial_date")
         else:

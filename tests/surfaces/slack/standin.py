@@ -115,6 +115,23 @@ class SlackStandIn:
             self.ephemerals.append(params)
             return {"ok": True, "message_ts": f"{time.time():.6f}"}
         if method == "views.open":
+            if not _fits(params["view"]["blocks"]):
+                return {"ok": False, "error": "invalid_arguments"}  # as Slack refuses a view over its limits
             self.views.append(params["view"])
             return {"ok": True, "view": {**params["view"], "id": f"V{len(self.views)}"}}
         return {"ok": False, "error": "unknown_method"}
+
+
+def _fits(blocks: list[dict[str, Any]]) -> bool:
+    """Slack's limits on a view's choice inputs: 100 options a select (10 for checkboxes), option text 75
+    characters, option value 150."""
+    for block in blocks:
+        element = block.get("element") or {}
+        options = element.get("options") or []
+        most = 10 if element.get("type") == "checkboxes" else 100
+        if len(options) > most:
+            return False
+        for option in [*options, *element.get("initial_options", []), *filter(None, [element.get("initial_option")])]:
+            if not 0 < len(option["value"]) <= 150 or len(option["text"]["text"]) > 75:
+                return False
+    return True

@@ -2,7 +2,8 @@
 
 Mentions and direct messages run the agent, one conversation per thread; runs of those conversations are shown in
 their threads by the instance that runs them (`Conversations.watch`); question buttons and modals answer through
-`Conversations.answer`. Bolt verifies every request's signature and timestamp (401 otherwise) before any listener.
+`Conversations.answer`; a modal's searched choice lists get their options here too (`block_suggestion`). Bolt
+verifies every request's signature and timestamp (401 otherwise) before any listener.
 """
 
 from __future__ import annotations
@@ -152,6 +153,17 @@ class SlackSurface:
         @app.action(blocks.OPEN_LINK)
         async def opened(ack: Any) -> None:
             await ack()  # a link button: Slack opens the URL and tells the app, which has nothing to do
+
+        @app.options("value")  # every input of a question's modal has this action id; only long lists ask
+        async def suggest(ack: Any, body: dict[str, Any]) -> None:
+            view = body.get("view") or {}
+            options = await self.questions.suggest(
+                str(view.get("private_metadata") or ""),
+                str(body["user"]["id"]),
+                str(body.get("block_id") or ""),
+                str(body.get("value") or ""),
+            )
+            await ack(options=options)
 
         @app.view(blocks.FORM)
         async def submit(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:

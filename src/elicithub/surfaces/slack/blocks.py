@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from elicithub.core.schema import FieldError
+from elicithub.surfaces.slack.choices import CHECKBOX_OPTIONS, Choices, Option
+from elicithub.surfaces.slack.text import SECTION_MAX, escape, mrkdwn, plain, shorten
 
 Block = dict[str, Any]
 
@@ -24,23 +26,10 @@ _ENDED = {
     "cancelled": ":heavy_multiplication_x: Cancelled",
     "expired": ":hourglass: Expired",
 }
-_CHECKBOX_OPTIONS = 10  # Slack's limit for checkboxes; more choices become a multi-select
-_TEXT_MAX = 3000
-
-
-def escape(text: str) -> str:
-    """Slack's mrkdwn reads &, < and > as markup; anything a person or a tool wrote is shown as written."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _plain(text: str, limit: int) -> dict[str, Any]:
-    if len(text) > limit:
-        text = text[: limit - 1].rstrip() + "…"
-    return {"type": "plain_text", "text": text or " "}
 
 
 def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:
-    button: Block = {"type": "button", "text": _plain(text, 75), "action_id": action_id, "value": value}
+    button: Block = {"type": "button", "text": plain(text, 75), "action_id": action_id, "value": value}
     if style is not None:
         button["style"] = style
     return button
@@ -64,7 +53,7 @@ def question_message(
     if agents and len(agents) > 1:
         note += f" (from {escape(' → '.join(agents))})"
     blocks: list[Block] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}},
+        {"type": "section", "text": mrkdwn(message)},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]},
         {"type": "actions", "block_id": "question", "elements": buttons},
     ]
@@ -80,7 +69,7 @@ def ended_message(mode: str, message: str, outcome: str) -> tuple[str, list[Bloc
     """The same message once the question has ended: its buttons gone, its end said."""
     label = ended_label(mode, outcome)
     blocks: list[Block] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}},
+        {"type": "section", "text": mrkdwn(message)},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": label}]},
     ]
     return f"{message} ({label.split(' ', 1)[1]})", blocks
@@ -110,9 +99,9 @@ def notice_view(title: str, text: str) -> Block:
     """A modal that only says something (the question ended meanwhile, or is someone else's)."""
     return {
         "type": "modal",
-        "title": _plain(title, 24),
-        "close": _plain("Close", 24),
-        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": escape(text)}}],
+        "title": plain(title, 24),
+        "close": plain("Close", 24),
+        "blocks": [{"type": "section", "text": mrkdwn(text)}],
     }
 
 
@@ -124,43 +113,24 @@ def _properties(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(str(name), prop) for name, prop in properties.items() if isinstance(prop, dict)]
 
 
-def _choices(prop: dict[str, Any]) -> list[tuple[str, str]] | None:
-    """(value, title) of a choice field's options, or None for a free field."""
-    source = prop.get("items") if prop.get("type") == "array" else prop
-    if not isinstance(source, dict):
-        return None
-    for key in ("oneOf", "anyOf"):
-        if isinstance(source.get(key), list):
-            return [(str(o["const"]), str(o.get("title") or o["const"])) for o in source[key]]
-    if isinstance(source.get("enum"), list):
-        values = [str(v) for v in source["enum"]]
-        names = source.get("enumNames")
-        titles = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else values
-        return list(zip(values, titles, strict=True))
-    return None
-
-
-def _option(value: str, title: str) -> Block:
-    return {"text": _plain(title, 75), "value": value}
-
-
 def _element(prop: dict[str, Any]) -> Block:
     kind, default = prop.get("type"), prop.get("default")
-    choices = _choices(prop)
+    choices = Choices.of(prop)
     element: Block
     if kind == "boolean":
-        element = {"type": "checkboxes", "options": [_option("true", "Yes")]}
+        yes = {"text": plain("Yes", 75), "value": "true"}
+        element = {"type": "checkboxes", "options": [yes]}
         if default is True:
-            element["initial_options"] = [_option("true", "Yes")]
+            element["initial_options"] = [yes]
     elif kind == "array":
-        options = [_option(v, t) for v, t in choices or []]
-        many = len(options) > _CHECKBOX_OPTIONS
-        element = {"type": "multi_static_select" if many else "checkboxes", "options": options}
-        if many:
-            element["placeholder"] = _plain("Choose", 150)
-        if isinstance(prop.get("maxItems"), int) and many:
-            element["max_selected_items"] = max(1, prop["maxItems"])
-        chosen = [o for o in options if isinstance(default, list) and o["value"] in default]
+        choices = choices or Choices([], [])
+        if len(choices) <= CHECKBOX_OPTIONS:
+            element = {"type": "checkboxes", "options": choices.options()}
+        else:
+            element = _select(choices, "multi_")
+            if isinstance(prop.get("maxItems"), int):
+                element["max_selected_items"] = max(1, prop["maxItems"])
+        chosen = choices.chosen(default if isinstance(default, list) else [])
         if chosen:
             element["initial_options"] = chosen
     elif kind in ("number", "integer"):
@@ -169,9 +139,8 @@ def _element(prop: dict[str, Any]) -> Block:
             if prop.get(key) is not None:
                 element[slack_key] = _number_text(prop[key])
     elif choices is not None:
-        options = [_option(v, t) for v, t in choices]
-        element = {"type": "static_select", "options": options, "placeholder": _plain("Choose", 150)}
-        chosen = [o for o in options if o["value"] == default]
+        element = _select(choices)
+        chosen = choices.chosen([default] if default is not None else [])
         if chosen:
             element["initial_option"] = chosen[0]
     elif prop.get("format") == "date":
@@ -188,10 +157,21 @@ def _element(prop: dict[str, Any]) -> Block:
         if input_type is None:
             for key, slack_key in (("minLength", "min_length"), ("maxLength", "max_length")):
                 if isinstance(prop.get(key), int):
-                    element[slack_key] = min(prop[key], _TEXT_MAX)
+                    element[slack_key] = min(prop[key], SECTION_MAX)
         if isinstance(default, str):
             element["initial_value"] = default
     return {**element, "action_id": "value"}
+
+
+def _select(choices: Choices, multi: str = "") -> Block:
+    """A (multi-)select of the choices: static when they fit one list, else searched as the person types."""
+    if choices.searched:
+        return {
+            "type": f"{multi}external_select",
+            "min_query_length": 0,  # opened, it lists the first choices at once
+            "placeholder": plain(f"Type to search {len(choices)} choices", 150),
+        }
+    return {"type": f"{multi}static_select", "options": choices.options(), "placeholder": plain("Choose", 150)}
 
 
 def _number_text(value: Any) -> str:
@@ -201,26 +181,26 @@ def _number_text(value: Any) -> str:
 def form_view(elicitation_id: str, message: str, schema: dict[str, Any]) -> Block:
     """The modal for a form question: the question, then an input per field, its default filled in."""
     required = set(schema.get("required") or [])
-    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": escape(message)[:_TEXT_MAX]}}]
+    blocks: list[Block] = [{"type": "section", "text": mrkdwn(message)}]
     for position, (name, prop) in enumerate(_properties(schema)):
         block: Block = {
             "type": "input",
             "block_id": f"q{position}",
-            "label": _plain(str(prop.get("title") or name), 2000),
+            "label": plain(str(prop.get("title") or name), 2000),
             "element": _element(prop),
             # An unticked box is an answer (false, or no choices), so checkboxes never block a submit.
             "optional": name not in required or prop.get("type") in ("boolean", "array"),
         }
         if prop.get("description"):
-            block["hint"] = _plain(str(prop["description"]), 2000)
+            block["hint"] = plain(str(prop["description"]), 2000)
         blocks.append(block)
     return {
         "type": "modal",
         "callback_id": FORM,
         "private_metadata": elicitation_id,
-        "title": _plain(str(schema.get("title") or "Your answer"), 24),
-        "submit": _plain("Submit", 24),
-        "close": _plain("Close", 24),
+        "title": plain(str(schema.get("title") or "Your answer"), 24),
+        "submit": plain("Submit", 24),
+        "close": plain("Close", 24),
         "blocks": blocks,
     }
 
@@ -237,14 +217,17 @@ def content_of(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]
 
 
 def _value(prop: dict[str, Any], state: dict[str, Any]) -> Any:
-    kind = prop.get("type")
+    kind, choices = prop.get("type"), Choices.of(prop)
     if kind in ("boolean", "array"):
         chosen = [str(o.get("value")) for o in state.get("selected_options") or []]
-        return bool(chosen) if kind == "boolean" else chosen
+        if kind == "boolean":
+            return bool(chosen)
+        return [choices.value_of(v) for v in chosen] if choices is not None else chosen
     if kind in ("number", "integer"):
         return _number(state.get("value"))
-    if _choices(prop) is not None:
-        return (state.get("selected_option") or {}).get("value")
+    if choices is not None:
+        selected = (state.get("selected_option") or {}).get("value")
+        return None if selected is None else choices.value_of(str(selected))
     if prop.get("format") == "date":
         return state.get("selected_date")
     if prop.get("format") == "date-time":
@@ -268,6 +251,14 @@ def _number(text: Any) -> Any:
     return number if math.isfinite(number) else text
 
 
+def suggestions(schema: dict[str, Any], block_id: str, typed: str) -> list[Option]:
+    """The options of a searched choice field (its block id `q<position>`) that match what the person typed."""
+    for position, (_, prop) in enumerate(_properties(schema)):
+        if f"q{position}" == block_id and (choices := Choices.of(prop)) is not None:
+            return choices.matching(typed)
+    return []
+
+
 def modal_errors(schema: dict[str, Any], errors: list[FieldError]) -> dict[str, str]:
     """Field errors as Slack's `response_action: errors` (block id -> message); one about the whole answer goes on
     the first field."""
@@ -277,5 +268,5 @@ def modal_errors(schema: dict[str, Any], errors: list[FieldError]) -> dict[str, 
     for error in errors:
         block = blocks.get(error.field, first)
         label = "" if error.field in blocks else f"{error.field}: " if error.field else ""
-        found.setdefault(block, f"{label}{error.message}"[:150])
+        found.setdefault(block, shorten(f"{label}{error.message}", 150))
     return found

@@ -130,6 +130,15 @@ class Questions:
         else:
             await self.respond(question, Answer("decline" if action_id == blocks.DECLINE else "cancel"))
 
+    async def suggest(self, elicitation_id: str, slack_user: str, block_id: str, typed: str) -> list[blocks.Block]:
+        """The choices of a searched field of an open modal that match what its person typed; none to anyone else,
+        or once the question has ended."""
+        try:
+            _, elicitation = await self.asked(elicitation_id, slack_user)
+        except Refused:
+            return []
+        return blocks.suggestions(elicitation.requested_schema or {}, block_id, typed)
+
     async def submit(self, elicitation_id: str, slack_user: str, values: dict[str, Any]) -> dict[str, Any]:
         """A submitted modal: what to answer Slack with (nothing closes it; errors keep it open per field)."""
         try:

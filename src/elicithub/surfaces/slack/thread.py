@@ -17,9 +17,9 @@ from elicithub.core.events import (
 )
 from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces.slack.blocks import escape
 from elicithub.surfaces.slack.questions import Questions
 from elicithub.surfaces.slack.records import SlackRecords, Thread
+from elicithub.surfaces.slack.text import escape
 
 log = logging.getLogger(__name__)
 
