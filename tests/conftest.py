@@ -178,3 +178,18 @@ def sse_data(response: httpx.Response) -> Iterator[Any]:
             if payload == "[DONE]":
                 return
             yield json.loads(payload)
+
+
+def sse_numbered(response: httpx.Response) -> Iterator[tuple[str, Any]]:
+    """The JSON payloads of an SSE response with the `id` each was sent with ("" for none); `[DONE]` ends it."""
+    event_id = ""
+    for line in response.iter_lines():
+        if line == "":
+            event_id = ""
+        elif line.startswith("id: "):
+            event_id = line.removeprefix("id: ")
+        elif line.startswith("data: "):
+            payload = line.removeprefix("data: ")
+            if payload == "[DONE]":
+                return
+            yield event_id, json.loads(payload)

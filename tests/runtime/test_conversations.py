@@ -25,6 +25,7 @@ from elicithub.core.events import (
     ToolCallStarted,
 )
 from elicithub.core.ports import Backend
+from elicithub.core.runs import conversation_key
 from elicithub.errors import BadRequest, ConversationNotFound, ElicitationNotFound
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.loop import Runner
@@ -268,3 +269,107 @@ async def test_a_restarted_instance_continues_its_paused_run(tmp_path: Path) -> 
             assert again.tools.calls == 1  # a rerun of the call: asked again, answered from the store
     finally:
         await backend.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def every_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+    else:
+        url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'hub.db'}"
+    opened = open_backend(url)
+    yield opened
+    await opened.close()
+
+
+async def numbered_until(followed: AsyncIterator[tuple[int, StreamEvent]], kind: type) -> list[tuple[int, Any]]:
+    seen: list[tuple[int, Any]] = []
+    async with asyncio.timeout(10):
+        async for seq, event in followed:
+            seen.append((seq, event))
+            if isinstance(event, kind):
+                break
+    return seen
+
+
+async def finished_run(hub: Instance, conversation: str) -> tuple[str, list[tuple[int, Any]]]:
+    """A run that asked, was answered and has finished (its reader saw RunFinished): its id and numbered events."""
+    sent = await hub.conversations.send(ALICE, conversation, ASK)
+    followed = await hub.conversations.follow(ALICE, conversation, run_id=sent.run_id, after=sent.after)
+    assert followed is not None
+    seen = await numbered_until(followed[1], RunPaused)
+    asked = next(e for _, e in seen if isinstance(e, ElicitationRequested))
+    await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
+    seen += await numbered_until(followed[1], RunFinished)
+    assert isinstance(seen[-1][1], RunFinished)
+    return sent.run_id, seen
+
+
+async def test_a_reader_back_after_the_run_finished_gets_the_rest_through_the_finish(every_backend: Backend) -> None:
+    async with instance(every_backend) as hub:
+        run_id, seen = await finished_run(hub, "chat-back")
+        assert (await hub.conversations.get(ALICE, "chat-back")).active_run_id is None
+        paused_at = next(seq for seq, e in seen if isinstance(e, RunPaused))
+        followed = await hub.conversations.follow(ALICE, "chat-back", resume=(run_id, paused_at))
+        assert followed is not None and followed[0] == run_id
+        rest = await numbered_until(followed[1], RunFinished)
+        assert rest == [(seq, e) for seq, e in seen if seq > paused_at]
+        assert TextDelta("accepted: eu") in [e for _, e in rest]
+
+
+async def test_a_reader_back_after_the_finish_or_with_a_foreign_id_gets_nothing(every_backend: Backend) -> None:
+    async with instance(every_backend) as hub:
+        run_id, seen = await finished_run(hub, "chat-done")
+        assert await hub.conversations.follow(ALICE, "chat-done", resume=(run_id, seen[-1][0])) is None
+        assert await hub.conversations.follow(ALICE, "chat-done", resume=("run_other", 1)) is None
+        assert await hub.conversations.follow(ALICE, "chat-done", resume=(run_id, 10_000)) is None
+        with pytest.raises(ConversationNotFound):  # another user's conversation stays unknown, id or not
+            await hub.conversations.follow(BOB, "chat-done", resume=(run_id, 1))
+
+
+async def test_a_reader_back_after_the_finish_follows_the_run_that_came_next(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        run_id, seen = await finished_run(hub, "chat-next")
+        _, events = await started(hub, ALICE, "chat-next", ASK)
+        await events_until(events, RunPaused)
+        followed = await hub.conversations.follow(ALICE, "chat-next", resume=(run_id, seen[-1][0]))
+        assert followed is not None and followed[0] != run_id
+        replayed = [e for _, e in await numbered_until(followed[1], RunPaused)]
+        assert isinstance(replayed[0], RunStarted) and ElicitationRequested in [type(e) for e in replayed]
+
+
+async def test_a_run_whose_rest_the_log_no_longer_keeps_is_not_replayed_with_a_gap() -> None:
+    backend = open_backend("memory://", events_max_len=4)
+    try:
+        async with instance(backend) as hub:
+            run_id, seen = await finished_run(hub, "chat-trimmed")
+            assert await hub.conversations.follow(ALICE, "chat-trimmed", resume=(run_id, seen[0][0])) is None
+            kept = await backend.events.last(conversation_key("alice", "chat-trimmed")) - 4  # all that follows it
+            followed = await hub.conversations.follow(ALICE, "chat-trimmed", resume=(run_id, kept))
+            assert followed is not None
+            assert await numbered_until(followed[1], RunFinished) == [(q, e) for q, e in seen if q > kept]
+    finally:
+        await backend.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+async def test_another_instance_replays_a_run_that_finished_on_the_first(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = f"sqlite:///{tmp_path / 'hub.db'}" if store == "sqlite" else request.getfixturevalue("redis_url")
+    # SQLite serves one process, so its instances share one backend; Redis instances each connect on their own.
+    first = open_backend(url)
+    second = first if store == "sqlite" else open_backend(url)
+    try:
+        async with instance(first, "hub-a") as a, instance(second, "hub-b") as b:
+            run_id, seen = await finished_run(a, "chat-moved")
+            asked_at = next(seq for seq, e in seen if isinstance(e, ElicitationRequested))
+            followed = await b.conversations.follow(ALICE, "chat-moved", resume=(run_id, asked_at))
+            assert followed is not None
+            rest = await numbered_until(followed[1], RunFinished)
+            assert rest == [(seq, e) for seq, e in seen if seq > asked_at]
+            assert await b.conversations.follow(ALICE, "chat-moved", resume=(run_id, seen[-1][0])) is None
+    finally:
+        await first.close()
+        if second is not first:
+            await second.close()

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import USERS, HubFactory, McpProcess, RunningHub, sse_data
+from tests.conftest import USERS, HubFactory, McpProcess, RunningHub, sse_data, sse_numbered
 from tests.core_fixtures import RedisServer
 from tests.server.test_scale_out import ServedHub
 
@@ -225,37 +225,49 @@ def test_after_a_restart_the_fast_path_streams_the_continuation(
 
 def test_reattach_replays_the_run_and_resumes_after_last_event_id(hub: RunningHub) -> None:
     asked = asyncio.run(raise_questions(hub.url, "reattach", 1))[0]
+    path = f"/run/api/conversations/{asked['conversation']}/stream"
     with httpx.Client(base_url=hub.url, headers=ALICE, timeout=30) as client:
-        seen: list[tuple[str, dict[str, Any]]] = []
-        with client.stream("GET", f"/run/api/conversations/{asked['conversation']}/stream") as response:
-            event_id = ""
-            for line in response.iter_lines():
-                if line.startswith("id: "):
-                    event_id = line.removeprefix("id: ")
-                elif line.startswith("data: {"):
-                    part = json.loads(line.removeprefix("data: "))
-                    seen.append((event_id, part))
-                    if part["type"] == "data-elicitation-request":
-                        break  # the client goes away again
-        assert seen[-1][1]["id"] == asked["elicitation"] and seen[-1][0]
-        last_id = seen[-1][0]
-        assert (
-            hub.answer(
+        # Back with no id: the paused run from its start, up to its question; then the client goes away again.
+        with client.stream("GET", path) as response:
+            seen = []
+            for numbered in sse_numbered(response):
+                seen.append(numbered)
+                if numbered[1]["type"] == "data-elicitation-request":
+                    break
+        assert seen[0][1]["type"] == "start" and seen[-1][1]["id"] == asked["elicitation"]
+        question_id = seen[-1][0]
+        before_question = next(i for i, _ in reversed(seen) if i and i != question_id)  # an event writes 1+ parts
+        # Back after the event before the question while the run waits: the question, then the continuation.
+        with client.stream("GET", path, headers={"last-event-id": before_question}) as response:
+            parts = sse_numbered(response)
+            resumed = []
+            for numbered in parts:
+                resumed.append(numbered)
+                if numbered[1]["type"] == "data-elicitation-request":
+                    break
+            assert resumed[0][1]["type"] == "start" and resumed[-1] == seen[-1]
+            assert {i for i, _ in resumed[1:]} == {question_id}
+            answered = hub.answer(
                 "alice", asked["conversation"], asked["elicitation"], "accept", {"region": "us-east-1"}
-            ).status_code
-            == 200
-        )
-        with client.stream(
-            "GET", f"/run/api/conversations/{asked['conversation']}/stream", headers={"last-event-id": last_id}
-        ) as response:
-            parts = list(sse_data(response))
-        types = [p["type"] for p in parts]
+            )
+            assert answered.status_code == 200
+            followed = list(parts)
+        assert followed[-1][1]["type"] == "finish"  # and so the run has finished
+        # Back after the question once the run has finished: the rest of it is replayed through its finish.
+        with client.stream("GET", path, headers={"last-event-id": question_id}) as response:
+            assert response.status_code == 200
+            replayed = list(sse_numbered(response))
+        # The same parts under the same ids, but for the step a stream that starts mid-step opens first.
+        assert replayed[1:] == [*followed[:1], (followed[1][0], {"type": "start-step"}), *followed[1:]]
+        types = [p["type"] for _, p in replayed]
         assert "data-elicitation-request" not in types  # already seen: not sent again
         assert types[0] == "start" and types[-1] == "finish" and "data-elicitation-resolved" in types
-        text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
+        text = "".join(p.get("delta", "") for _, p in replayed if p["type"] == "text-delta")
         assert text == f"Provisioned {asked['name']} in us-east-1."
-        # Another user cannot read it, and an unknown conversation does not exist.
-        assert hub.client("bob").get(f"/run/api/conversations/{asked['conversation']}/stream").status_code == 404
+        # Back after the finish: nothing follows, and no run is active.
+        assert client.get(path, headers={"last-event-id": replayed[-1][0]}).status_code == 204
+        # Another user cannot read it, even with its ids, and an unknown conversation does not exist.
+        assert hub.client("bob").get(path, headers={"last-event-id": question_id}).status_code == 404
         assert client.get("/run/api/conversations/conv-nope/stream").status_code == 404
 
 

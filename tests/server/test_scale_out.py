@@ -21,7 +21,7 @@ from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import new_elicitation, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.store import RedisStore
-from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, wait_for_port
+from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
 from tests.core_fixtures import SCHEMA, BusSink, RedisServer
 
 DB = 1  # the store tests empty database 0 for every test
@@ -191,6 +191,34 @@ def test_a_tab_reloaded_onto_b_sees_the_question_and_the_result(hubs: tuple[Serv
             "role": "assistant",
             "text": "Provisioned reload in us-east-1.",
         }
+
+
+def test_a_tab_back_on_b_after_the_run_finished_on_a_gets_the_rest_after_its_last_event(
+    hubs: tuple[ServedHub, ServedHub],
+) -> None:
+    a, b = hubs
+    text = '/call mrtr.provision {"name": "back"}'
+    body = {"id": "conv-back-on-b", "messages": [{"role": "user", "parts": [{"type": "text", "text": text}]}]}
+    with a.client() as client, client.stream("POST", "/run/api/chat", json=body) as response:
+        parts = sse_numbered(response)
+        question_id, question = next(p for p in parts if p[1]["type"] == "data-elicitation-request")
+        assert a.answer("alice", "conv-back-on-b", question["id"], "accept", {"region": "eu-west-1"}).status_code == 200
+        on_a = list(parts)  # read through its finish: the run is over before the tab comes back
+    # The tab had read up to the question when its connection broke; it comes back on B with that event's id.
+    path = "/run/api/chat/conv-back-on-b/stream"
+    with b.client() as other, other.stream("GET", path, headers={"last-event-id": question_id}) as back:
+        assert back.status_code == 200
+        replayed = list(sse_numbered(back))
+    assert replayed[0][1] == {"type": "start", "messageId": question_id.rsplit(":", 1)[0]}
+    # The same parts under the same ids, but for the step a stream that starts mid-step opens first.
+    assert replayed[1:] == [*on_a[:1], (on_a[1][0], {"type": "start-step"}), *on_a[1:]]
+    assert (
+        "".join(p.get("delta", "") for _, p in replayed if p["type"] == "text-delta")
+        == "Provisioned back in eu-west-1."
+    )
+    assert replayed[-1][1]["type"] == "finish"
+    with b.client() as other:
+        assert other.get(path, headers={"last-event-id": replayed[-1][0]}).status_code == 204
 
 
 def test_a_message_on_b_supersedes_the_run_waiting_on_a(hubs: tuple[ServedHub, ServedHub]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,8 @@ from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryStore
 from elicithub.triggers.http import CallAuth
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers, sessions
-from tests.conftest import ServedInThread, free_port
+from tests.conftest import ServedInThread, free_port, served
+from tests.servers import standalone_server
 
 pytestmark = pytest.mark.anyio
 
@@ -280,3 +281,84 @@ async def test_a_session_nobody_uses_closes_and_the_next_call_opens_another(
     await asyncio.sleep(0.6)
     assert (await trigger.call("echo", {"text": "z"}, context("alice", "r"))).text == "echo: z"
     assert downstream.seen.methods().count("initialize") == 2
+
+
+@pytest.fixture
+async def standalone() -> AsyncIterator[Kept]:
+    """A legacy-era trigger for a server that asks on its session's standalone stream, with its broker."""
+    broker = Broker(MemoryStore(), Nowhere())
+    await broker.start()
+    http = downstream_client(60)
+    with served(standalone_server.mcp_app(), timeout_graceful_shutdown=1) as server:
+        config = McpServerConfig(id="standalone", url=f"{server.url}/mcp", protocol="legacy")
+        [trigger] = mcp_triggers([config], McpShared(broker, http, 60, 5))
+        yield trigger, broker
+        await trigger.close()
+    await http.aclose()
+    await broker.close()
+
+
+def pausing(broker: Broker, runs: int) -> tuple[dict[str, RunPaused], asyncio.Event, Callable[[str], Asker]]:
+    """Askers that note each run's pause, and an event set once `runs` runs have paused."""
+    paused: dict[str, RunPaused] = {}
+    all_paused = asyncio.Event()
+
+    def asker_for(run: str) -> Asker:
+        async def emit(event: Any) -> None:
+            if isinstance(event, RunPaused):
+                paused[run] = event
+                if len(paused) == runs:
+                    all_paused.set()
+
+        return Asker(broker, emit=emit)
+
+    return paused, all_paused, asker_for
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "answer", "text"),
+    [
+        (
+            "provision",
+            {"name": "orders"},
+            Answer("accept", {"region": "eu-west-1"}),
+            "Provisioned orders in eu-west-1.",
+        ),
+        ("connect", {}, Answer("accept"), "sign-in: accept"),
+    ],
+)
+async def test_a_question_on_the_standalone_stream_belongs_to_the_one_call_in_flight(
+    standalone: Kept, tool: str, arguments: dict[str, Any], answer: Answer, text: str
+) -> None:
+    trigger, broker = standalone
+    paused, asked, asker_for = pausing(broker, 1)
+    call = asyncio.create_task(trigger.call(tool, arguments, context("alice", "run_1", asker_for("run_1"))))
+    with anyio.fail_after(10):
+        await asked.wait()
+    question = await broker.store.get(paused["run_1"].elicitation_ids[0])
+    assert question is not None and question.user_id == "alice" and question.run_id == "run_1"
+    assert question.context["toolName"] == tool
+    await broker.respond(question.id, answer, "alice")
+    with anyio.fail_after(10):
+        assert await call == ToolOutcome(text)
+
+
+async def test_a_question_on_the_standalone_stream_with_several_calls_in_flight_is_declined(
+    standalone: Kept, caplog: pytest.LogCaptureFixture
+) -> None:
+    trigger, broker = standalone
+    paused, _, asker_for = pausing(broker, 1)
+    with anyio.fail_after(20):
+        outcomes = await asyncio.gather(
+            *(
+                trigger.call("provision_together", {"name": user}, context(user, f"run_{user}", asker_for(user)))
+                for user in ("alice", "bob")
+            )
+        )
+    assert paused == {}  # nobody was asked: the hub cannot tell whose call asked
+    assert all(o.is_error and "No user is waiting" in o.text for o in outcomes), outcomes
+    declined = [r for r in caplog.records if r.levelname == "WARNING" and "standalone stream" in r.getMessage()]
+    assert [r.getMessage() for r in declined] == [
+        "standalone asked a question on its session's standalone stream while 2 of its tool calls were in"
+        " flight; it was declined: the hub cannot tell which call it belongs to"
+    ] * 2

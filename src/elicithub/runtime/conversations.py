@@ -149,11 +149,15 @@ class Conversations:
         after: int | None = None,
         resume: tuple[str, int] | None = None,
     ) -> tuple[str, Followed] | None:
-        """A run's events as they come, up to its end: `run_id`'s after `after`, or else the active run's from
-        its start (or after `resume`'s position when `resume` names that run). None when no run is active."""
+        """A run's events as they come, up to its end: `run_id`'s after `after`; or else, for a reader coming
+        back, the rest of the run `resume` names after its position (whether that run still goes on or has ended
+        since, as long as the log keeps the rest), or the active run's from its start. None when none of these
+        has anything to give."""
         conversation = await self.get(caller, conversation_id)
         if run_id is None:
             run_id = conversation.active_run_id
+            if resume is not None and resume[0] != run_id and await self.stream.holds(conversation.key, *resume):
+                return resume[0], self._follow(conversation.key, resume[0], resume[1], "reattached")
             if run_id is None:
                 return None
             after = resume[1] if resume is not None and resume[0] == run_id else conversation.active_run_after

@@ -27,6 +27,17 @@ class RunStream:
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         await self.emit(key, elicitation.run_id, event)
 
+    async def holds(self, key: str, run_id: str, after: int) -> bool:
+        """Whether the log still keeps what followed position `after`, and some of it is `run_id`'s: a run that
+        has ended since can be replayed from there. A log trimmed past `after` holds a gap, not the rest."""
+        while found := await self.log.read(key, after):
+            if found[0][0] != after + 1:
+                return False
+            if any(data.get("run") == run_id for _, data in found):
+                return True
+            after = found[-1][0]
+        return False
+
     async def follow(self, key: str, run_id: str, after: int) -> AsyncIterator[tuple[int, StreamEvent]]:
         """The run's events after position `after`, as they come, up to and including its RunFinished.
 

@@ -219,8 +219,8 @@ async def ui_chat(body: UIChatBody, hub: HubDep, caller: CallerDep) -> Response:
 _REATTACH: dict[str, Any] = {
     "response_class": EventStream,
     "responses": {
-        **stream("The active run, replayed then followed, as a UI message stream.", 400, 401, 404, 422),
-        204: {"description": "No run is active in this conversation."},
+        **stream("The run after `Last-Event-ID`, or the active run, as a UI message stream.", 400, 401, 404, 422),
+        204: {"description": "Nothing follows `Last-Event-ID`, and no run is active in this conversation."},
     },
 }
 
@@ -228,8 +228,8 @@ _REATTACH: dict[str, Any] = {
 @router.get("/run/api/conversations/{conversation_id}/stream", **_REATTACH)
 @router.get("/run/api/chat/{conversation_id}/stream", **_REATTACH)
 async def reattach(conversation_id: str, request: Request, hub: HubDep, caller: CallerDep) -> Response:
-    """Read a conversation's active run again (UI message stream), from its start or after `Last-Event-ID`;
-    204 when no run is active."""
+    """Read a run again (UI message stream): after `Last-Event-ID` the rest of the run it names, through its
+    end even when that came meanwhile; else the active run from its start; 204 when neither has anything."""
     resume = parse_event_id(request.headers.get("last-event-id"))
     followed = await hub.conversations.follow(caller, conversation_id, resume=resume)
     if followed is None:

@@ -29,7 +29,7 @@ from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.questions import Question, Refused
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
-from elicithub.triggers.mcp.sessions import Sessions
+from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class McpServerTrigger:
                 async with self._client() as client:
                     yield client
             else:
-                async with self._sessions.using(auth) as client:
+                async with self._sessions.using(auth, _question.get()) as client:
                     yield client
 
     # -- listing
@@ -291,6 +291,8 @@ the context of the call whose request it answers, so this finds the call that as
 
 async def _on_elicit(context: ClientRequestContext, params: mt.ElicitRequestParams) -> mt.ElicitResult | mt.ErrorData:
     question = _question.get()
+    if question is None:
+        question = standalone_caller()  # sent related to no call: on the session's standalone stream
     if question is None:
         return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
     try:

@@ -3,7 +3,9 @@
 A session's `Client` lives in a task of its own (the SDK's task groups must close in the task that opened them).
 Calls share it concurrently: the SDK runs each outgoing request, and a server's requests back to the hub, in the
 context of the call that sent it, so every call keeps its own Authorization check (`CallAuth`) and its own
-questions (`server._question`). The session's tool listing stays with it, so a result needs no new `tools/list`.
+questions (`server._question`). A server's request on the session's standalone stream is related to no call (a
+TypeScript SDK server's `elicitInput()` sends it so): it runs in the session's own context, which knows the calls
+in flight. The session's tool listing stays with it, so a result needs no new `tools/list`.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import contextlib
 import contextvars
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from mcp import Client
 
 from elicithub.triggers.http import CallAuth, authorized
+from elicithub.triggers.mcp.questions import Question
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +35,7 @@ CLOSE_S = 5.0
 
 @dataclass(eq=False)
 class _Session:
+    server_id: str
     header: str | None
     opened: asyncio.Future[Client]
     closing: asyncio.Event = field(default_factory=asyncio.Event)
@@ -38,6 +43,29 @@ class _Session:
     in_use: int = 0
     last_used: float = field(default_factory=time.monotonic)
     broken: bool = False
+    calls: Counter[Question] = field(default_factory=Counter)  # the tool calls in flight on it
+
+
+_serving: contextvars.ContextVar[_Session | None] = contextvars.ContextVar("elicithub_mcp_session", default=None)
+"""Set in a session's own tasks (its standalone stream's requests run there), unset in the calls' contexts."""
+
+
+def standalone_caller() -> Question | None:
+    """The call that a server's request on a kept session's standalone stream belongs to: the one tool call in
+    flight on that session. With none or several in flight nobody can tell whose it is: None, and a warning.
+    None too outside a kept session's own tasks."""
+    session = _serving.get()
+    if session is None:
+        return None
+    if len(session.calls) == 1:
+        return next(iter(session.calls))
+    log.warning(
+        "%s asked a question on its session's standalone stream while %d of its tool calls were in flight; "
+        "it was declined: the hub cannot tell which call it belongs to",
+        session.server_id,
+        len(session.calls),
+    )
+    return None
 
 
 class Sessions:
@@ -50,15 +78,20 @@ class Sessions:
         self._open: dict[str | None, _Session] = {}
 
     @contextlib.asynccontextmanager
-    async def using(self, auth: CallAuth) -> AsyncIterator[Client]:
-        """A session carrying `auth.header`, opened if needed (its opening's 401/403 is noted on `auth`)."""
+    async def using(self, auth: CallAuth, call: Question | None = None) -> AsyncIterator[Client]:
+        """A session carrying `auth.header`, opened if needed (its opening's 401/403 is noted on `auth`); `call`:
+        the tool call that uses it, in flight on it meanwhile."""
         session = self._open.get(auth.header)
         if session is None or session.broken:
             session = self._start(auth)
         session.in_use += 1
+        if call is not None:
+            session.calls[call] += 1
         try:  # a session that fails to open leaves `_open` by itself (`_hold`)
             yield await asyncio.shield(session.opened)
         finally:
+            if call is not None:
+                session.calls -= Counter({call: 1})
             session.in_use -= 1
             session.last_used = time.monotonic()
             if session.broken and not session.in_use:
@@ -73,13 +106,14 @@ class Sessions:
 
     def _start(self, auth: CallAuth) -> _Session:
         self._trim()
-        session = _Session(auth.header, asyncio.get_running_loop().create_future())
+        session = _Session(self._server_id, auth.header, asyncio.get_running_loop().create_future())
         # A fresh context: the session's own tasks must not carry the first caller's question or span.
         session.task = asyncio.get_running_loop().create_task(self._hold(session, auth), context=contextvars.Context())
         self._open[auth.header] = session
         return session
 
     async def _hold(self, session: _Session, auth: CallAuth) -> None:
+        _serving.set(session)
         try:
             with authorized(auth):  # the opening requests answer to the first caller's auth check
                 async with self._connect() as client:
