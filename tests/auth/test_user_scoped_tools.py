@@ -105,9 +105,7 @@ def test_a_refused_sign_in_says_what_a_listed_tool_says(unlisted: RunningHub, br
     assert text == "Tool error: Authentication required but not provided."
 
 
-def test_an_expired_sign_in_says_what_a_listed_tool_says(
-    make_hub: HubFactory, tracker: TrackerProcess
-) -> None:
+def test_an_expired_sign_in_says_what_a_listed_tool_says(make_hub: HubFactory, tracker: TrackerProcess) -> None:
     hub = make_hub(mcp_servers=[bare(tracker)], elicitation={"timeout_s": 1})
     text, events = converse(hub, CALL)
     assert [e.get("outcome") for e in events if e["type"] == "elicitation-resolved"] == ["expired"]
