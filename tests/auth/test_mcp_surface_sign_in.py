@@ -140,3 +140,14 @@ def test_a_client_that_cannot_open_links_is_not_sent_one_and_nothing_stays_open(
     assert "Authentication required but not provided." in result["content"][0]["text"]
     with auth_hub.client() as chat:
         assert chat.get("/healthz").json()["pendingElicitations"] == 0
+
+
+def test_an_mcp_client_without_elicitation_is_told_the_sign_in_needs_url_mode(auth_hub: RunningHub) -> None:
+    async def go() -> None:
+        async with connected(auth_hub, "legacy", elicitation_callback=None) as (client, _):
+            result = await client.call_tool("assistant", {"message": "/call tracker.list_issues {}"})
+        assert result.is_error
+        assert "Tool tracker.list_issues requires user authentication." in text(result)
+        assert "This MCP client did not declare the elicitation capability (url mode)" in text(result)
+
+    asyncio.run(go())

@@ -100,7 +100,10 @@ def test_a_client_without_elicitation_gets_the_tools_error_at_once(hub: RunningH
     async def go() -> None:
         async with connected(hub, "legacy", elicitation_callback=None) as (client, _):
             result = await client.call_tool("assistant", {"message": PROVISION})
-        assert "cannot show questions" in text(result)
+        # Told in MCP's words (not a chat header), as an error result.
+        assert "this MCP client did not declare the elicitation capability (form mode)" in text(result)
+        assert "x-supports-elicitation" not in text(result)
+        assert result.is_error
         with hub.client() as chat:
             assert chat.get("/healthz").json()["pendingElicitations"] == 0
 

@@ -53,6 +53,7 @@ class RunRecord:
     pause: Pause | None = None
     status: RunStatus = "running"
     owner: str = ""  # the instance that runs it
+    surface: str = "chat"  # where its person is (chat, mcp, a2a, slack)
     updated_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:

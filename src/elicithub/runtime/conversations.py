@@ -34,6 +34,8 @@ class Caller:
 
     user_id: str | None
     supports_elicitation: bool = False
+    surface: str = "chat"
+    """chat, mcp, a2a or slack: a tool that cannot ask its person says what to change in these words."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Conversations:
             agent=agent,
             owner=self.instance,
             updated_at=time.time(),
+            surface=caller.surface,
         )
         self._start(run, resumed=False)
         return Sent(conversation_id, run_id, after)

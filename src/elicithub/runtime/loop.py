@@ -54,6 +54,7 @@ class Showing:
             asker,
             self.agent_path,
             record.run_id,
+            record.surface,
         )
 
 

@@ -26,6 +26,8 @@ class CallContext:
     asker: Asker | None = None
     agent_path: tuple[str, ...] = ()
     caller_run_id: str | None = None
+    surface: str = "chat"
+    """Where the person is (chat, mcp, a2a, slack): what a tool that cannot ask them tells them depends on it."""
 
     @property
     def calling_run(self) -> str:
@@ -36,6 +38,22 @@ class CallContext:
     def can_ask(self) -> bool:
         # Elicitation needs an interactive, identified user: only they may answer.
         return self.supports_elicitation and self.user_id is not None and self.asker is not None
+
+
+def cannot_ask(context: CallContext, needs: str, mode: str) -> str:
+    """A tool's error when it needs its person (`needs`, a clause) but cannot ask them, in the words of the
+    surface they use: what to change so that it can."""
+    if context.surface == "mcp" and context.user_id is not None:
+        return (
+            f"{needs}, but this MCP client did not declare the elicitation capability ({mode} mode), so the hub "
+            "cannot ask."
+        )
+    if context.surface == "a2a" and context.user_id is not None:
+        return f"{needs}; give it as a message on this task when the task asks for input."
+    return (
+        f"{needs}, but this chat client cannot show questions. Ask again from a signed-in client that sends "
+        "x-supports-elicitation: true."
+    )
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def caller_of(context: ServerCallContext | None) -> Caller:
     user = context.user if context is not None else None
     if not isinstance(user, HubUser):
         raise InvalidRequestError(message="No user: send a bearer token of one of the hub's users.")
-    return Caller(user.user_id, supports_elicitation=True)
+    return Caller(user.user_id, supports_elicitation=True, surface="a2a")
 
 
 def agent_card(public_url: str, agents: dict[str, str]) -> AgentCard:

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, State, decide, utcnow
-from elicithub.core.events import RunFinished, RunPaused, StreamEvent
+from elicithub.core.events import RunFinished, RunPaused, StreamEvent, ToolCallFinished
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import AsgiEndpoint, bearer_token, text_after_tools, unauthorized
@@ -106,7 +106,7 @@ class McpSurface:
         if user is None:
             raise MCPError(mt.INVALID_REQUEST, "No user: send a bearer token of one of the hub's users.")
         modes = _modes(ctx.client_capabilities)
-        caller = Caller(user, supports_elicitation=bool(modes))
+        caller = Caller(user, supports_elicitation=bool(modes), surface="mcp")
         try:
             if ctx.request_state is not None:
                 return await self._retry(caller, RoundState.load(ctx.request_state), ctx, arguments)
@@ -140,6 +140,7 @@ class McpSurface:
         modes: set[str],
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         final: list[str] = []
+        failed = False
         async for seq, event in events:
             if isinstance(event, RunPaused):
                 waiting = await self._waiting(caller, list(event.elicitation_ids), modes)
@@ -147,8 +148,9 @@ class McpSurface:
                     await events.aclose()  # type: ignore[attr-defined]
                     return await self._round(caller, conversation_id, waiting, seq, arguments, round_)
             final = text_after_tools(final, event)
+            failed = failed or _unasked(event, modes)
             if isinstance(event, RunFinished):
-                return _result(conversation_id, "".join(final), event.reason == "error")
+                return _result(conversation_id, "".join(final), event.reason == "error" or failed)
         raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
 
     async def _round(
@@ -240,13 +242,15 @@ class McpSurface:
         modes: set[str],
     ) -> mt.CallToolResult:
         final: list[str] = []
+        failed = False
         async for _, event in events:
             if isinstance(event, RunPaused):
                 for elicitation in await self._waiting(caller, list(event.elicitation_ids), modes):
                     await self._ask_back(ctx, caller, elicitation)
             final = text_after_tools(final, event)
+            failed = failed or _unasked(event, modes)
             if isinstance(event, RunFinished):
-                return _result(conversation_id, "".join(final), event.reason == "error")
+                return _result(conversation_id, "".join(final), event.reason == "error" or failed)
         raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
 
     async def _ask_back(self, ctx: Context, caller: Caller, elicitation: Elicitation) -> None:
@@ -270,6 +274,12 @@ class McpSurface:
             await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
         except (AlreadyResolved, Expired):
             pass
+
+
+def _unasked(event: StreamEvent, modes: set[str]) -> bool:
+    """A tool of the run failed while this client could not be asked anything: the agent's result is an error
+    (the tool may have needed the questions the client never declared it could show)."""
+    return not modes and isinstance(event, ToolCallFinished) and event.is_error
 
 
 def _modes(capabilities: mt.ClientCapabilities | None) -> set[str]:

@@ -31,11 +31,14 @@ class CredentialRefused(Exception):
     """No credential, and none coming: the message is the tool error the model sees."""
 
 
-def needs_connection(server: ServiceConfig, tool: str) -> str:
-    return (
+def needs_connection(server: ServiceConfig, tool: str, context: CallContext) -> str:
+    needs = (
         f"Tool {server.id}.{tool} requires user authentication. The user needs to connect their "
         f"{server.display_name} account before this tool can be used."
     )
+    if context.surface == "mcp" and context.user_id is not None:
+        return f"{needs} This MCP client did not declare the elicitation capability (url mode), so the hub cannot ask."
+    return needs
 
 
 class CredentialGate:
@@ -74,7 +77,7 @@ class CredentialGate:
                 )
             return f"Bearer {token}"
         if not context.can_ask or context.user_id is None:
-            raise CredentialRefused(needs_connection(server, tool))
+            raise CredentialRefused(needs_connection(server, tool, context))
         user_id = context.user_id
         if step_up is not None:
             current = await self.vault.credential(server.id, user_id)

@@ -68,6 +68,7 @@ class DelegateTrigger:
             parent_run_id=context.calling_run,
             agent=self.agent.id,
             updated_at=time.time(),
+            surface=context.surface,
         )
         await self.runs.save(child)
         if context.asker is not None:

@@ -188,7 +188,7 @@ class SlackSurface:
         thread = Thread(team, channel, thread_ts, slack_user)
         await self.records.save_thread(conversation_key(user_id, conversation_id), thread)
         text = _text(str(event.get("text") or ""), bot_user_id)
-        caller = Caller(user_id, supports_elicitation=True)
+        caller = Caller(user_id, supports_elicitation=True, surface="slack")
         await self.conversations.send(caller, conversation_id, text, agent=self.agent)
 
 

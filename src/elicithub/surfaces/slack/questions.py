@@ -156,7 +156,7 @@ class Questions:
 
     async def respond(self, question: Question, answer: Answer) -> None:
         """Answer through the conversation service, as the asked hub user; raises InvalidContent or Refused."""
-        caller = Caller(question.user_id, supports_elicitation=True)
+        caller = Caller(question.user_id, supports_elicitation=True, surface="slack")
         try:
             await self.conversations.answer(caller, question.elicitation_id, answer)
         except InvalidContent:

@@ -93,7 +93,7 @@ class ThreadWriter:
         thread = await self.records.thread(conversation_key(run.user_id, run.conversation_id))
         if thread is None:
             return
-        caller = Caller(run.user_id, supports_elicitation=True)
+        caller = Caller(run.user_id, supports_elicitation=True, surface="slack")
         conversation = await self.conversations.get(caller, run.conversation_id)
         after = conversation.active_run_after if conversation.active_run_id == run.run_id else 0
         followed = await self.conversations.follow(caller, run.conversation_id, run_id=run.run_id, after=after)

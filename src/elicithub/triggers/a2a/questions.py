@@ -22,7 +22,7 @@ from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation, utcnow
 from elicithub.core.jsonwire import whole_numbers
 from elicithub.core.schema import SchemaError, validate_requested_schema
-from elicithub.runtime.tools import CallContext
+from elicithub.runtime.tools import CallContext, cannot_ask
 
 PLAIN = "answer"
 """The key (and the one field) of a question asked in words."""
@@ -74,10 +74,9 @@ def _is_http(url: str) -> bool:
 def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout_s: float) -> Round:
     """The hub's questions for a task waiting in input-required or auth-required."""
     if not context.can_ask or context.user_id is None:
-        raise Refused(
-            f"The A2A agent {agent.id} needs input from the user ({status_text(task)!r}), but this chat client cannot "
-            "show questions. Ask again from a signed-in client that sends x-supports-elicitation: true."
-        )
+        needs = f"The A2A agent {agent.id} needs input from the user ({status_text(task)!r})"
+        mode = "url" if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED else "form"
+        raise Refused(cannot_ask(context, needs, mode))
     common: dict[str, Any] = {
         "conversation_id": context.conversation_id,
         "user_id": context.user_id,

@@ -12,7 +12,7 @@ from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.runtime.asker import Asker
-from elicithub.runtime.tools import CallContext
+from elicithub.runtime.tools import CallContext, cannot_ask
 
 
 class Refused(Exception):
@@ -41,10 +41,8 @@ class Question:
     def build(self, params: mt.ElicitRequestParams) -> Elicitation:
         name = f"{self.server_id}.{self.tool}"
         if not self.context.can_ask or self.context.user_id is None:
-            raise Refused(
-                f"Tool {name} needs input from the user ({params.message!r}), but this chat client cannot show "
-                "questions. Ask again from a signed-in client that sends x-supports-elicitation: true."
-            )
+            needs = f"Tool {name} needs input from the user ({params.message!r})"
+            raise Refused(cannot_ask(self.context, needs, params.mode))
         common: dict[str, Any] = {
             "conversation_id": self.context.conversation_id,
             "user_id": self.context.user_id,
