@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
-from tests.auth.conftest import Browser
-from tests.surfaces.slack.conftest import ALICE, BOB, BOT_TOKEN, CHANNEL, EVE, SlackHub
+from tests.auth.conftest import Browser, TrackerProcess
+from tests.conftest import McpProcess, free_port
+from tests.surfaces.slack.conftest import ALICE, BOB, BOT_TOKEN, CHANNEL, EVE, SlackHub, slack_config
 from tests.surfaces.slack.standin import Message, SlackStandIn
 
 LIST = "/call tracker.list_issues {}"
@@ -99,3 +101,27 @@ def test_declining_in_slack_ends_the_call(slack_hub: SlackHub, standin: SlackSta
     standin.wait(lambda: "Declined" in question.context() and not question.buttons())
     reply = standin.wait(lambda: [m for m in standin.in_thread(thread) if m.ts > question.ts])
     assert reply[0].text == "Tool error: Authentication required but not provided."
+
+
+def test_a_server_whose_tools_only_a_sign_in_shows_never_stops_an_unrelated_slack_chat(
+    slack_env: None, standin: SlackStandIn, tmp_path: Path, mrtr_server: McpProcess, tracker: TrackerProcess
+) -> None:
+    # As the README recommends it: a user-scoped server with no `tools:`, whose tools nobody has listed yet.
+    servers = [
+        {"id": "mrtr", "url": mrtr_server.url},
+        {"id": "tracker", "url": tracker.url, "credential_scope": "user"},
+    ]
+    port = free_port()
+    hub = SlackHub(slack_config(tmp_path, port, standin, mcp_servers=servers), port, standin)
+    try:
+        thread = hub.say(ALICE, "hello")
+        [reply] = standin.wait(lambda: [m for m in standin.in_thread(thread) if "Available tools" in m.text])
+        assert "tracker.connect" in reply.text and "mrtr.provision" in reply.text
+
+        thread = hub.say(ALICE, '/call mrtr.provision {"name": "orders"}')
+        question = question_in(standin, thread)
+        assert not question.text.startswith("Tracker") and "region" in question.text.lower()
+        assert standin.ephemerals == []  # no sign-in link was handed to anyone
+    finally:
+        hub.stop()
+        tracker.kill()
