@@ -104,9 +104,10 @@ def test_declining_in_slack_ends_the_call(slack_hub: SlackHub, standin: SlackSta
 
 
 def test_a_server_whose_tools_only_a_sign_in_shows_never_stops_an_unrelated_slack_chat(
-    slack_env: None, standin: SlackStandIn, tmp_path: Path, mrtr_server: McpProcess, tracker: TrackerProcess
+    slack_env: None, standin: SlackStandIn, tmp_path: Path, mrtr_server: McpProcess
 ) -> None:
     # As the README recommends it: a user-scoped server with no `tools:`, whose tools nobody has listed yet.
+    tracker = TrackerProcess()
     servers = [
         {"id": "mrtr", "url": mrtr_server.url},
         {"id": "tracker", "url": tracker.url, "credential_scope": "user"},
@@ -124,4 +125,5 @@ def test_a_server_whose_tools_only_a_sign_in_shows_never_stops_an_unrelated_slac
         assert standin.ephemerals == []  # no sign-in link was handed to anyone
     finally:
         hub.stop()
+        tracker.kill()
         tracker.kill()
