@@ -99,3 +99,31 @@ def test_conversation_continues_a_named_conversation(hub: RunningHub) -> None:
         transcript = client.get("/run/api/conversations/kept-1").json()
     said = [m["text"] for m in transcript["messages"] if m["role"] == "user"]
     assert said == ["hello", "again"]
+
+
+def test_exit_ends_the_session_like_end_of_input_and_the_banner_says_so(hub: RunningHub) -> None:
+    command = ["-m", "elicithub.cli", "chat", "--url", hub.url, "--token", "alice-secret", "--conversation", "bye-1"]
+    child = pexpect.spawn(sys.executable, command, encoding="utf-8", timeout=30)
+    child.expect_exact("/exit, /quit or Ctrl-D")
+    child.expect_exact("you> ")
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    with hub.client() as client:  # nothing was sent to the agent
+        assert client.get("/run/api/conversations/bye-1").status_code == 404
+
+
+def test_quit_ends_the_session_and_no_later_line_is_sent(hub: RunningHub) -> None:
+    command = [sys.executable, "-m", "elicithub.cli", "chat", "--url", hub.url, "--token", "alice-secret"]
+    done = subprocess.run(
+        [*command, "--conversation", "bye-2"],
+        input="hello\n  /quit \nafter\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and "Available tools:" in done.stdout
+    with hub.client() as client:
+        transcript = client.get("/run/api/conversations/bye-2").json()
+    assert [m["text"] for m in transcript["messages"] if m["role"] == "user"] == ["hello"]

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from elicithub.runtime.models import ScriptedModel, ToolSpec
 from tests.conftest import HubFactory, served
+from tests.core.test_jsonwire import overflowing_literals
 from tests.server.test_chat_openai import run_answering
+from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 
 
 def completion(message: dict[str, Any]) -> dict[str, Any]:
@@ -33,6 +38,7 @@ class StandIn:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.arguments = '{"name": "orders"}'
 
     async def handle(self, request: Request) -> JSONResponse:
         body = await request.json()
@@ -41,7 +47,7 @@ class StandIn:
         if last["role"] == "tool":
             return JSONResponse(completion({"role": "assistant", "content": f"The tool said: {last['content']}"}))
         tool = body["tools"][0]["function"]["name"]
-        call = {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": '{"name": "orders"}'}}
+        call = {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": self.arguments}}
         return JSONResponse(completion({"role": "assistant", "content": None, "tool_calls": [call]}))
 
 
@@ -71,3 +77,35 @@ def test_openai_model_calls_the_tool_and_the_question_is_answered(
     tool_message = second["body"]["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "Provisioned orders in eu-west-1."}
     assert json.loads(second["body"]["messages"][-2]["tool_calls"][0]["function"]["arguments"]) == {"name": "orders"}
+
+
+PROVISION = ToolSpec("deploy.provision", "Provision a database.", {"type": "object"})
+
+
+@given(overflowing_literals())
+def test_the_scripted_model_refuses_call_arguments_that_overflow(literal: str) -> None:
+    turn = asyncio.run(
+        ScriptedModel().complete(
+            [{"role": "user", "content": f'/call deploy.provision {{"name": {literal}}}'}], [PROVISION]
+        )
+    )
+    assert turn.tool_calls == []
+    assert turn.text is not None and turn.text.startswith("The arguments for deploy.provision hold a non-finite number")
+    assert "overflows to infinity" in turn.text
+
+
+def test_arguments_a_model_writes_with_a_number_json_cannot_carry_never_reach_a_stream(
+    make_hub: HubFactory, standin: tuple[str, StandIn], legacy_server: Any
+) -> None:
+    url, state = standin
+    state.arguments = '{"name": 1e999}'
+    hub = make_hub(
+        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
+        mcp_servers=[{"id": "legacy", "url": legacy_server.url, "protocol": "legacy"}],
+    )
+    stream = UIStream(hub.client(), ui_body("conv-model-inf", text_part("please provision")))
+    parts = stream.rest()
+    stream.close()
+    [call] = [p for p in parts if p["type"] == "tool-input-available"]
+    assert call["input"] == {}  # taken as no arguments, like arguments that are not JSON
+    assert parts[-1]["type"] == "finish" and text_of(parts).startswith("The tool said: ")

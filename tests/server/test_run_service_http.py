@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import HubFactory, RunningHub, sse_data
 from tests.server.test_chat_ui_stream import ask, text_of, text_part, ui_body
@@ -108,12 +109,15 @@ def test_a_lone_surrogate_in_answer_content_is_422_not_500(hub: RunningHub) -> N
     stream.close()
 
 
-def test_non_finite_numbers_in_call_arguments_never_reach_a_stream(hub: RunningHub) -> None:
+NON_FINITE = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "12.5E+400"]
+
+
+@pytest.mark.parametrize("literal", NON_FINITE)
+def test_non_finite_numbers_in_call_arguments_never_reach_a_stream(hub: RunningHub, literal: str) -> None:
+    message = f'/call legacy.echo {{"text": {literal}}}'
     with (
         hub.client() as client,
-        client.stream(
-            "POST", "/run/api/chat", json=ui_body("conv-nan", text_part('/call legacy.echo {"text": NaN}'))
-        ) as response,
+        client.stream("POST", "/run/api/chat", json=ui_body("conv-nan", text_part(message))) as response,
     ):
         raw = [line for line in response.iter_lines() if line.startswith("data: ")]
 
@@ -121,8 +125,49 @@ def test_non_finite_numbers_in_call_arguments_never_reach_a_stream(hub: RunningH
         raise AssertionError(f"a bare {token} on the stream")
 
     payloads = [line.removeprefix("data: ") for line in raw]
+    assert payloads[-1] == "[DONE]"  # the stream ends as streams end
     parts = [json.loads(p, parse_constant=refuse) for p in payloads if p != "[DONE]"]
-    assert "non-finite" in text_of(parts)
+    assert "non-finite" in text_of(parts) and parts[-1]["type"] == "finish"
+
+
+@pytest.mark.parametrize("literal", NON_FINITE)
+def test_answers_holding_a_non_finite_number_are_422_on_every_path(hub: RunningHub, literal: str) -> None:
+    stream, request = ask(hub, "conv-inf-answer")
+    answer = (
+        f'{{"type": "elicitation-response", "elicitationId": "{request["id"]}", '
+        f'"action": "accept", "content": {{"region": {literal}}}}}'
+    )
+    ui = f'{{"id": "conv-inf-answer", "messages": [{{"role": "user", "parts": [{answer}]}}]}}'
+    openai = {"messages": [{"role": "user", "content": answer}], "stream": True}
+    with hub.client() as client:
+        raw = {"content-type": "application/json"}
+        responses = [
+            client.post(
+                "/run/api/elicitation-responses",
+                content=answer.replace('"type": "elicitation-response"', '"conversationId": "conv-inf-answer"'),
+                headers=raw,
+            ),
+            client.post("/run/api/chat", content=ui, headers=raw),
+            client.post("/run/v1/chat/completions", json=openai, headers={"x-conversation-id": "conv-inf-answer"}),
+        ]
+    for response in responses:
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["code"] == "invalid_request"
+    assert pending_count(hub) == 1  # nothing was taken: the question still waits
+    assert hub.answer("alice", "conv-inf-answer", request["id"], "accept", {"region": "eu-west-1"}).status_code == 200
+    assert text_of(stream.rest()) == "Provisioned orders in eu-west-1."
+    stream.close()
+
+
+def test_a_number_json_cannot_carry_anywhere_in_a_chat_body_is_422(hub: RunningHub) -> None:
+    body = (
+        '{"id": "conv-inf-body", "messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}], "x": 1e999}'
+    )
+    with hub.client() as client:
+        response = client.post("/run/api/chat", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422
+        assert response.json()["error"]["message"] == "body: 1e999 overflows to infinity, which JSON cannot carry."
+        assert client.get("/run/api/conversations/conv-inf-body").status_code == 404  # nothing ran
 
 
 def test_no_conversation_lives_in_the_process_once_its_run_is_over(hub: RunningHub) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,7 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from google.protobuf.json_format import ParseDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
 
 from tests.conftest import USERS, HubAddress, RunningHub
@@ -269,3 +270,36 @@ def test_a_task_can_be_followed_from_another_hub_sharing_the_store(make_hub: Any
     seen = asyncio.run(go())
     assert seen[0] == "TASK_STATE_INPUT_REQUIRED" and seen[-1] == "TASK_STATE_COMPLETED"
     assert "artifact:Provisioned orders in eu-west-1." in seen
+
+
+@pytest.mark.parametrize("literal", ["NaN", "-Infinity", "1e999", "-1e999"])
+def test_a_number_json_cannot_carry_is_a_parse_error_and_changes_nothing(hub: RunningHub, literal: str) -> None:
+    def raw_send(msg: Message) -> dict[str, Any]:
+        params = json.dumps({"message": MessageToDict(msg)}).replace('"@number@"', literal)
+        body = f'{{"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {params}}}'
+        headers = {
+            "authorization": f"Bearer {token('alice')}",
+            "content-type": "application/json",
+            "A2A-Version": "1.0",
+        }
+        reply: dict[str, Any] = httpx.post(f"{hub.url}/a2a", content=body, headers=headers, timeout=30).json()
+        return reply
+
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(PROVISION))
+            refused = raw_send(answer(task, content={"region": "@number@"}))
+            assert refused["error"]["code"] == -32700
+            assert refused["error"]["message"].startswith(f"Parse error: {literal} ")
+            again = await client.get_task(GetTaskRequest(id=task.id))
+            assert again.status.state == INPUT  # the question still waits
+            done = await task_of(client, answer(task, content={"region": "eu-west-1"}))
+            assert [get_artifact_text(a) for a in done.artifacts] == ["Provisioned orders in eu-west-1."]
+
+    asyncio.run(go())
+    new = message(PROVISION)
+    new.context_id = "ctx-non-finite"
+    new.metadata.update({"anything": "@number@"})
+    assert raw_send(new)["error"]["code"] == -32700
+    with hub.client() as chat:  # nothing ran
+        assert chat.get("/run/api/conversations/ctx-non-finite").status_code == 404

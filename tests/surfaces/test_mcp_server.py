@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+import elicithub
 from tests.conftest import USERS, HubAddress, RunningHub
 from tests.servers.mrtr_server import REGION
 
@@ -68,6 +70,20 @@ def test_a_client_of_either_era_answers_the_agents_question_and_gets_the_result(
         with hub.client() as chat:
             messages = chat.get(f"/run/api/conversations/{conversation}").json()["messages"]
         assert messages[-1] == {"role": "assistant", "text": "Provisioned orders in eu-west-1."}
+
+    asyncio.run(go())
+
+
+def test_the_server_names_itself_with_the_package_version_in_both_eras(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with connected(hub, "legacy") as (client, _):
+            info = client.server_info  # from initialize
+        assert info is not None and (info.name, info.version) == ("elicithub", elicithub.__version__)
+        async with connected(hub, "2026-07-28") as (client, _):
+            listed = await client.list_tools()
+        stamp = (listed.meta or {})[mt.SERVER_INFO_META_KEY]  # on every 2026-07-28 result
+        assert (stamp["name"], stamp["version"]) == ("elicithub", elicithub.__version__)
+        assert elicithub.__version__  # never empty
 
     asyncio.run(go())
 
@@ -174,3 +190,41 @@ def test_another_users_tampered_or_expired_state_is_refused_and_changes_nothing(
     url = hub.config.mcp_servers[1].url
     assert url is not None
     assert httpx.get(url.removesuffix("/mcp") + "/debug/provisioned").json().get("never", 0) == 0
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "1e999", "-1e999"])
+def test_a_number_json_cannot_carry_is_a_parse_error_and_changes_nothing(hub: RunningHub, literal: str) -> None:
+    def raw_call(params: str) -> httpx.Response:
+        body = f'{{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {params}}}'
+        headers = {
+            "authorization": f"Bearer {token('alice')}",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+        }
+        return httpx.post(f"{hub.url}/mcp", content=body, headers=headers, timeout=30)
+
+    async def go() -> None:
+        async with connected(hub, "2026-07-28") as (client, _):
+            arguments = {"message": PROVISION}
+            first = await retry(client, arguments, None)
+            assert isinstance(first, mt.InputRequiredResult) and first.request_state
+            [key] = list(first.input_requests or {})
+            responses = {key: {"action": "accept", "content": {"region": "@number@"}}}
+            params = {"name": "assistant", "arguments": arguments, "inputResponses": responses}
+            refused = raw_call(
+                json.dumps({**params, "requestState": first.request_state}).replace('"@number@"', literal)
+            )
+            assert refused.status_code == 400
+            assert refused.json()["error"]["code"] == -32700
+            assert refused.json()["error"]["message"].startswith(f"Parse error: {literal} ")
+            # The state was not used up and the question still waits: the right answer goes through.
+            good = {key: mt.ElicitResult(action="accept", content={"region": "us-east-1"})}
+            done = await retry(client, arguments, first.request_state, good)
+            assert isinstance(done, mt.CallToolResult) and text(done) == "Provisioned orders in us-east-1."
+
+    asyncio.run(go())
+    arguments = '{"name": "assistant", "arguments": {"message": "hi", "conversationId": "mcp-non-finite", "x": %s}}'
+    assert raw_call(arguments % literal).json()["error"]["code"] == -32700
+    with hub.client() as chat:  # nothing ran
+        assert chat.get("/run/api/conversations/mcp-non-finite").status_code == 404

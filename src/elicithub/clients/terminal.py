@@ -15,6 +15,8 @@ from elicithub.clients.prompt import Terminal, is_terminal
 from elicithub.errors import HubError
 
 Opener = Callable[[str], object]
+EXIT_COMMANDS = ("/exit", "/quit")
+"""Lines that end the session (as end of input does) instead of being sent to the agent."""
 
 
 def open_browser(url: str) -> object:
@@ -39,7 +41,7 @@ class Chat:
 
     async def run(self) -> None:
         say = self.terminal.write
-        say("elicithub chat: type a message; Ctrl-C cancels a question, Ctrl-D (end of input) exits.")
+        say("elicithub chat: type a message; Ctrl-C cancels a question, /exit, /quit or Ctrl-D (end of input) exits.")
         while True:
             try:
                 line = self.terminal.read("you> ").strip()
@@ -49,6 +51,8 @@ class Chat:
             except KeyboardInterrupt:
                 say("")
                 continue
+            if line in EXIT_COMMANDS:
+                return
             if line:
                 try:
                     await self.reply(line)

@@ -6,7 +6,9 @@ import re
 
 from elicithub.errors import BadRequest
 
-_CONVERSATION_ID = re.compile(r"[A-Za-z0-9._~-]{1,128}")
+CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9._~-]{1,128}$"
+"""The shape, as a JSON Schema `pattern` (which /openapi.json documents)."""
+_CONVERSATION_ID = re.compile(CONVERSATION_ID_PATTERN)
 
 
 def check_conversation_id(value: str) -> str:

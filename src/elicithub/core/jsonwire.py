@@ -1,13 +1,15 @@
-"""JSON as the hub writes it on a wire: compact, and never a bare NaN or Infinity (which browsers cannot parse)."""
+"""JSON as the hub reads and writes it on a wire: compact, and never a number that JSON cannot carry."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 
-class NonFinite(ValueError):
-    """A number that JSON cannot carry (NaN, Infinity)."""
+class BadNumber(ValueError):
+    """A number that JSON cannot carry (NaN, Infinity, a literal that overflows to infinity) or that is too long to
+    read (an integer past Python's digit limit)."""
 
 
 def dumps(value: Any, *, compact: bool = True) -> str:
@@ -15,13 +17,32 @@ def dumps(value: Any, *, compact: bool = True) -> str:
     return json.dumps(value, separators=(",", ":") if compact else None, allow_nan=False)
 
 
-def _refuse(token: str) -> Any:
-    raise NonFinite(f"{token} is not a number JSON can carry")
+def _refuse_constant(token: str) -> Any:
+    raise BadNumber(f"{token} is not a number JSON can carry")
 
 
-def loads(text: str) -> Any:
-    """Parse JSON, refusing NaN and Infinity."""
-    return json.loads(text, parse_constant=_refuse)
+def _finite(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):
+        # Browsers and json.dumps(allow_nan=False) would fail on it later, mid-stream: refuse it where it enters.
+        raise BadNumber(f"{_shown(literal)} overflows to infinity, which JSON cannot carry")
+    return number
+
+
+def _integer(literal: str) -> int:
+    try:
+        return int(literal)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        raise BadNumber(f"an integer of {len(literal.lstrip('-'))} digits is too long to read") from None
+
+
+def _shown(literal: str) -> str:
+    return literal if len(literal) <= 40 else f"{literal[:20]}...{literal[-10:]}"
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON, refusing (BadNumber) NaN, Infinity, literals that overflow and integers too long to read."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_integer)
 
 
 def whole_numbers(value: Any) -> Any:

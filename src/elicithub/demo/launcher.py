@@ -59,11 +59,14 @@ def demo_entries(tracker_url: str, deploy_url: str, release_url: str) -> list[di
     ]
 
 
-DEMO_AGENTS: list[dict[str, Any]] = [
-    {"id": "assistant", "tools": ["tracker", "deploy", "release", "travel", "planner"]},
-    {"id": "planner", "description": "Plans a trip: asks the travel agent to book it.", "tools": ["travel"]},
-]
-"""The demo's agents: the assistant uses every demo tool and may delegate to the planner, which uses travel."""
+def demo_agents(own: list[str]) -> list[dict[str, Any]]:
+    """The demo's agents: the assistant uses every demo tool and the `own` servers and A2A agents of the config (the
+    demo adds tools, never hides one), and may delegate to the planner, which uses travel."""
+    demo = ["tracker", "deploy", "release", "travel", "planner"]
+    return [
+        {"id": "assistant", "tools": [*demo, *(i for i in own if i not in demo)]},
+        {"id": "planner", "description": "Plans a trip: asks the travel agent to book it.", "tools": ["travel"]},
+    ]
 
 
 def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:

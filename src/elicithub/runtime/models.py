@@ -66,8 +66,8 @@ class ScriptedModel:
             return ModelTurn(text=f"There is no tool {name}. {_help(tools)}")
         try:
             arguments = jsonwire.loads(raw)
-        except jsonwire.NonFinite:
-            return ModelTurn(text=f"The arguments for {name} hold a non-finite number (NaN or Infinity); use a number.")
+        except jsonwire.BadNumber as exc:
+            return ModelTurn(text=f"The arguments for {name} hold a non-finite number ({exc}); use a finite number.")
         except json.JSONDecodeError as exc:
             return ModelTurn(text=f"The arguments for {name} are not valid JSON ({exc.msg}).")
         if not isinstance(arguments, dict):
@@ -122,8 +122,8 @@ class OpenAIModel:
             if function is None:
                 continue
             try:
-                arguments = json.loads(function.arguments or "{}")
-            except json.JSONDecodeError:
+                arguments = jsonwire.loads(function.arguments or "{}")
+            except ValueError:  # not JSON, or a number no stream could carry: the call gets no arguments
                 arguments = {}
             # A name not offered may be a tool of a server whose tools a sign-in shows (SERVER__TOOL).
             name = by_wire.get(function.name, function.name.replace("__", ".", 1))

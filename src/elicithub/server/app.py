@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from elicithub import __version__
 from elicithub.auth import pages
 from elicithub.config import Config
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, NotFound, PayloadTooLarge
@@ -79,7 +80,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
         finally:
             await hub.close()
 
-    app = FastAPI(title="elicithub", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="elicithub", version=__version__, lifespan=lifespan)
     app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
@@ -105,7 +106,14 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+        codes = {
+            400: "bad_request",
+            401: "unauthorized",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
+            422: "invalid_request",
+        }
         response = error(exc.status_code, codes.get(exc.status_code, "error"), str(exc.detail))
         if exc.headers:
             response.headers.update(exc.headers)

@@ -21,7 +21,7 @@ from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfi
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import DEMO_AGENTS, demo_a2a_entries, demo_entries, demo_urls
+from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls
 from elicithub.demo.tracker import base_url
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
@@ -152,8 +152,9 @@ class Hub:
         self._sweeper: asyncio.Task[None] | None = None
 
     def _with_demo(self, config: Config) -> Config:
-        """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents. Their
-        ports are chosen now so the bridge knows their URLs; a configured id takes precedence over a demo one."""
+        """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents, whose
+        assistant has the configured servers' tools too. Their ports are chosen now so the bridge knows their URLs;
+        a configured id takes precedence over a demo one."""
         self._demo_ports = (_free_port(), _free_port(), _free_port(), _free_port())
         entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports[:3]))
         taken = {s.id for s in config.mcp_servers} | {a.id for a in config.a2a_agents}
@@ -161,8 +162,9 @@ class Hub:
         travel = demo_a2a_entries(base_url(DEMO_HOST, self._demo_ports[3]))
         a2a = [*[A2aAgentConfig.model_validate(e) for e in travel if e["id"] not in taken], *config.a2a_agents]
         update: dict[str, Any] = {"mcp_servers": servers, "a2a_agents": a2a}
-        if config.agents == Config().agents and "travel" not in taken:
-            update["agents"] = [AgentConfig.model_validate(a) for a in DEMO_AGENTS]
+        agents = demo_agents([s.id for s in config.mcp_servers] + [a.id for a in config.a2a_agents])
+        if config.agents == Config().agents and not taken & {"travel", *(a["id"] for a in agents)}:
+            update["agents"] = [AgentConfig.model_validate(a) for a in agents]
         return config.model_copy(update=update)
 
     async def start(self) -> None:

@@ -26,19 +26,22 @@ class ErrorBody(BaseModel):
 
 
 class EventStream(Response):
-    """Documents a streaming response (the routes return sse-starlette responses)."""
-
-    media_type = "text/event-stream"
+    """The response class of a streaming route, for the documentation only (the routes return sse-starlette
+    responses). It names no media type: `stream()` documents the 200 as text/event-stream, and FastAPI then
+    documents the errors as the JSON they are."""
 
 
 _WHY = {
-    400: "Malformed input: a bad conversation id, a body that cannot be used.",
+    400: "Malformed input: a conversation id outside its pattern, a body that cannot be used.",
     401: "A bearer token that names no user.",
     404: "Unknown, or another user's.",
     409: "Already resolved with a different answer.",
     410: "Expired.",
     413: "The body is larger than limits.max_body_bytes.",
-    422: "The body does not fit this endpoint, or answer content does not fit the question (one error per field).",
+    422: (
+        "The body does not fit this endpoint (a number JSON cannot carry, such as NaN or 1e999, included), or "
+        "answer content does not fit the question (one error per field)."
+    ),
 }
 
 
@@ -46,6 +49,19 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody, "description": _WHY[status]} for status in statuses}
 
 
+_EVENT = {
+    "type": "object",
+    "properties": {
+        "data": {"type": "string", "description": "JSON, or `[DONE]` at the end."},
+        "event": {"type": "string"},
+        "id": {"type": "string", "description": "`RUN:SEQ`, for `Last-Event-ID`."},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+    "required": ["data"],
+}
+"""One server-sent event (OpenAPI 3.2's `itemSchema`, as FastAPI's own SSE routes document theirs)."""
+
+
 def stream(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
-    sse = {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": description}
+    sse = {"content": {"text/event-stream": {"itemSchema": _EVENT}}, "description": description}
     return {200: sse, **errors(*statuses)}

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Request, Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from elicithub.core import jsonwire
 from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationResolved, StreamEvent
+from elicithub.core.ids import CONVERSATION_ID_PATTERN
 from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
 from elicithub.server.openapi import EventStream, errors, stream
@@ -19,7 +22,31 @@ from elicithub.surfaces.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 
-router = APIRouter()
+
+class _WireRequest(Request):
+    """A request whose JSON body is read as the hub reads any JSON: a number no stream could carry (NaN, Infinity,
+    1e999) is refused with 422 before a route sees it."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            try:
+                self._json = jsonwire.loads(await self.body())
+            except jsonwire.BadNumber as exc:
+                raise HTTPException(422, f"body: {exc}.") from None
+        return self._json
+
+
+class _WireRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def wired(request: Request) -> Response:
+            return await handler(_WireRequest(request.scope, request.receive))
+
+        return wired
+
+
+router = APIRouter(route_class=_WireRoute)
 
 
 async def get_hub(request: Request) -> Hub:
@@ -40,6 +67,10 @@ HubDep = Annotated[Hub, Depends(get_hub)]
 UserDep = Annotated[str | None, Depends(current_user)]
 CallerDep = Annotated[Caller, Depends(current_caller)]
 
+# Documented, not enforced here: Conversations refuses any other id with 400.
+_ID: dict[str, JsonValue] = {"pattern": CONVERSATION_ID_PATTERN}
+ConversationIdPath = Annotated[str, Path(description="The conversation.", json_schema_extra=_ID)]
+
 
 class ElicitationResponse(BaseModel):
     """An answer, as POSTed to /run/api/elicitation-responses or sent as a chat message part."""
@@ -59,7 +90,7 @@ class ResponseBody(ElicitationResponse):
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    role: str
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | dict[str, Any] | None = None
 
 
@@ -68,21 +99,23 @@ class ChatCompletionsBody(BaseModel):
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1, description="The last message must be the user's.")
-    stream: bool = Field(False, description="Must be true: this endpoint only streams.")
+    stream: Literal[True] = Field(description="This endpoint only streams.")
 
 
 class UIMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str | None = None
-    role: str
+    role: Literal["system", "user", "assistant"]
     parts: list[dict[str, Any]] = []
 
 
 class UIChatBody(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    id: str = Field(min_length=1, description="The conversation: 1-128 characters of A-Z a-z 0-9 . _ ~ -")
+    id: str = Field(
+        min_length=1, description="The conversation: 1-128 characters of A-Z a-z 0-9 . _ ~ -", json_schema_extra=_ID
+    )
     messages: list[UIMessage] = Field(min_length=1, description="The last message must be the user's.")
     agent: str | None = Field(None, description="Which agent answers (config agents:); default the first.")
 
@@ -167,9 +200,13 @@ def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) ->
     if text.lstrip().startswith("{"):
         try:
             parsed = json.loads(text)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON (or too long a number to read): words the person typed
             return text
         if isinstance(parsed, dict) and parsed.get("type") == "elicitation-response":
+            try:
+                jsonwire.loads(text)
+            except jsonwire.BadNumber as exc:
+                raise HTTPException(422, f"messages[-1].content: {exc}.") from None
             return _parse_answer(parsed)
     return text
 
@@ -179,18 +216,22 @@ def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) ->
     response_class=EventStream,
     responses=stream("`chat.completion.chunk` events, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
 )
-async def chat_completions(body: ChatCompletionsBody, request: Request, hub: HubDep, caller: CallerDep) -> Response:
-    if not body.stream:
-        raise HTTPException(400, "stream: this endpoint only streams; set stream to true.")
+async def chat_completions(
+    body: ChatCompletionsBody,
+    hub: HubDep,
+    caller: CallerDep,
+    x_conversation_id: Annotated[
+        str | None, Header(description="The conversation; a new one when absent.", json_schema_extra=_ID)
+    ] = None,
+) -> Response:
     last = body.messages[-1]
     if last.role != "user":
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
     history = [m.model_dump(exclude_none=True) for m in body.messages[:-1]]
     model = body.model or hub.model.name
     message = _openai_text(last.content)
-    conversation_id = request.headers.get("x-conversation-id")
     return await _chat(
-        hub, caller, conversation_id, message, lambda _: OpenAIChunkWriter(model), {}, history, agent=body.model
+        hub, caller, x_conversation_id, message, lambda _: OpenAIChunkWriter(model), {}, history, agent=body.model
     )
 
 
@@ -227,10 +268,17 @@ _REATTACH: dict[str, Any] = {
 
 @router.get("/run/api/conversations/{conversation_id}/stream", **_REATTACH)
 @router.get("/run/api/chat/{conversation_id}/stream", **_REATTACH)
-async def reattach(conversation_id: str, request: Request, hub: HubDep, caller: CallerDep) -> Response:
+async def reattach(
+    conversation_id: ConversationIdPath,
+    hub: HubDep,
+    caller: CallerDep,
+    last_event_id: Annotated[
+        str | None, Header(description="`RUN:SEQ` of the last event read; any other value reads from the start.")
+    ] = None,
+) -> Response:
     """Read a run again (UI message stream): after `Last-Event-ID` the rest of the run it names, through its
     end even when that came meanwhile; else the active run from its start; 204 when neither has anything."""
-    resume = parse_event_id(request.headers.get("last-event-id"))
+    resume = parse_event_id(last_event_id)
     followed = await hub.conversations.follow(caller, conversation_id, resume=resume)
     if followed is None:
         return Response(status_code=204)

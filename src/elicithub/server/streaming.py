@@ -76,9 +76,14 @@ async def _aiter(events: Iterable[tuple[int, StreamEvent]]) -> AsyncIterator[tup
         yield item
 
 
+_MAX_SEQ_DIGITS = 18
+"""Every position the hub writes fits a signed 64-bit integer (what the stores index); a longer one is not ours."""
+
+
 def parse_event_id(value: str | None) -> tuple[str, int] | None:
-    """`RUN:SEQ` from a `Last-Event-ID` header; None when absent or not ours."""
+    """`RUN:SEQ` from a `Last-Event-ID` header; None when absent or not ours, whatever its length."""
     if not value:
         return None
     run_id, _, seq = value.rpartition(":")
-    return (run_id, int(seq)) if run_id and seq.isdigit() else None
+    ours = run_id and seq.isascii() and seq.isdigit() and len(seq) <= _MAX_SEQ_DIGITS
+    return (run_id, int(seq)) if ours else None

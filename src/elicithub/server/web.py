@@ -13,7 +13,7 @@ from elicithub.core.events import request_event
 from elicithub.core.runs import Message
 from elicithub.server.identity import SESSION_COOKIE, SESSION_MAX_AGE_S
 from elicithub.server.openapi import errors
-from elicithub.server.routes import CallerDep, HubDep, UserDep
+from elicithub.server.routes import CallerDep, ConversationIdPath, HubDep, UserDep
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "clients" / "web"
 STATIC_PATH = "/static"
@@ -54,13 +54,13 @@ async def index(request: Request, hub: HubDep) -> Response:
     return response
 
 
-@router.get("/run/api/me")
+@router.get("/run/api/me", responses=errors(401))
 async def me(user: UserDep) -> dict[str, str | None]:
     return {"user": user}
 
 
 @router.get("/run/api/conversations/{conversation_id}", responses=errors(400, 401, 404, 422))
-async def conversation(conversation_id: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+async def conversation(conversation_id: ConversationIdPath, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
     found = await hub.conversations.get(caller, conversation_id)
     pending = await hub.conversations.pending(caller, conversation_id)

@@ -10,8 +10,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from elicithub.core import jsonwire
 from elicithub.core.events import StreamEvent, TextDelta, ToolCallFinished
 
 
@@ -58,3 +59,41 @@ class AsgiEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
+
+
+class FiniteNumbers:
+    """A JSON-RPC endpoint that never sees a number JSON cannot carry (NaN, Infinity, 1e999): a POSTed body holding
+    one gets JSON-RPC's parse error (-32700) with HTTP `status`, the protocol's own for a parse error."""
+
+    def __init__(self, app: ASGIApp, status: int) -> None:
+        self.app = app
+        self.status = status
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        read: list[Message] = []
+        while not read or (read[-1]["type"] == "http.request" and read[-1].get("more_body")):
+            read.append(await receive())
+        if read[-1]["type"] == "http.request":
+            try:
+                jsonwire.loads(b"".join(m.get("body", b"") for m in read))
+            except jsonwire.BadNumber as exc:
+                await _parse_error(send, self.status, str(exc))
+                return
+            except ValueError:
+                pass  # not JSON at all: the protocol server says so in its own words
+
+        async def replayed() -> Message:
+            return read.pop(0) if read else await receive()
+
+        await self.app(scope, replayed, send)
+
+
+async def _parse_error(send: Send, status: int, why: str) -> None:
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {why}."}}
+    body = jsonwire.dumps(error).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -45,7 +45,7 @@ from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsonwire import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import AsgiEndpoint, bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces import AsgiEndpoint, FiniteNumbers, bearer_token, text_after_tools, unauthorized
 from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
@@ -80,7 +80,7 @@ class A2aSurface:
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
         rpc = create_jsonrpc_routes(self.handler, "/a2a", Identity(user_for), enable_v0_3_compat=True)
         endpoint = next(r for r in rpc if isinstance(r, Route) and r.path == "/a2a")
-        self._endpoint: ASGIApp = endpoint.app
+        self._endpoint: ASGIApp = FiniteNumbers(endpoint.app, status=200)  # a2a-sdk answers parse errors with 200
         self._routes: list[BaseRoute] = [
             *create_agent_card_routes(self.card),
             Route("/a2a", AsgiEndpoint(self._gate), methods=["POST"], include_in_schema=False),

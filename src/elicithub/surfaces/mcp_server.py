@@ -22,12 +22,13 @@ from pydantic import Field
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from elicithub import __version__
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, State, decide, utcnow
 from elicithub.core.events import RunFinished, RunPaused, StreamEvent, ToolCallFinished
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import AsgiEndpoint, bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces import AsgiEndpoint, FiniteNumbers, bearer_token, text_after_tools, unauthorized
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
 
 MRTR = "2026-07-28"
@@ -58,12 +59,12 @@ class McpSurface:
         security = RequestStateSecurity(
             keys=[state_key], ttl=timeout_s, bind_principal=self._principal, audience="elicithub"
         )
-        self.server = MCPServer("elicithub", request_state_security=security, log_level="WARNING")
+        self.server = MCPServer("elicithub", version=__version__, request_state_security=security, log_level="WARNING")
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
         app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
         endpoint = next(r for r in app.routes if isinstance(r, Route) and r.path == "/mcp")
-        self._endpoint: ASGIApp = endpoint.app
+        self._endpoint: ASGIApp = FiniteNumbers(endpoint.app, status=400)  # as the SDK answers a parse error
         # An ASGI app, not a function, so Starlette hands it the raw request.
         self.routes: list[BaseRoute] = [
             Route("/mcp", AsgiEndpoint(self._gate), methods=["GET", "POST", "DELETE"], include_in_schema=False)

@@ -1,0 +1,34 @@
+"""The hub's composition: with the demo on, the demo adds its servers and agents beside one's own, never hiding any."""
+
+from __future__ import annotations
+
+from tests.conftest import HubFactory, McpProcess, RunningHub
+from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
+
+
+def said(hub: RunningHub, conversation_id: str, message: str) -> str:
+    stream = UIStream(hub.client(), ui_body(conversation_id, text_part(message)))
+    text = text_of(stream.rest())
+    stream.close()
+    return text
+
+
+def test_with_the_demo_on_the_default_agent_has_the_demos_tools_and_every_configured_servers(
+    make_hub: HubFactory,
+) -> None:
+    hub = make_hub(demo={"enabled": True})  # beside make_hub's own servers, legacy and mrtr, and no agents:
+    listed = said(hub, "conv-demo-own-help", "hello")
+    for tool in ("legacy.echo", "mrtr.provision", "deploy.deploy_service", "release.rollback", "travel.send_message"):
+        assert f"- {tool}:" in listed
+    assert "- planner.delegate:" in listed  # the demo's delegation is still there
+    assert said(hub, "conv-demo-own-call", '/call legacy.echo {"text": "my own tool"}') == "echo: my own tool"
+
+
+def test_a_configured_server_with_a_demo_servers_id_takes_its_place(
+    make_hub: HubFactory, legacy_server: McpProcess
+) -> None:
+    hub = make_hub(demo={"enabled": True}, mcp_servers=[{"id": "deploy", "url": legacy_server.url}])
+    listed = said(hub, "conv-demo-taken-help", "hello")
+    assert "- deploy.echo:" in listed and "deploy.deploy_service" not in listed
+    assert "- release.rollback:" in listed
+    assert said(hub, "conv-demo-taken-call", '/call deploy.echo {"text": "mine"}') == "echo: mine"

@@ -1,0 +1,53 @@
+"""Reading a `Last-Event-ID` back: ours is `RUN:SEQ`; anything else, of any length, reads the run from its start."""
+
+from __future__ import annotations
+
+import pytest
+
+from elicithub.server.streaming import parse_event_id
+from tests.conftest import RunningHub, sse_data
+from tests.server.test_chat_ui_stream import UIStream, text_part, ui_body
+
+
+def test_an_event_id_of_ours_is_its_run_and_position() -> None:
+    assert parse_event_id("run_abc:12") == ("run_abc", 12)
+    assert parse_event_id("run:with:colons:7") == ("run:with:colons", 7)
+    assert parse_event_id("run_abc:" + "9" * 18) == ("run_abc", 10**18 - 1)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "",
+        "run_abc",
+        ":12",
+        "run_abc:",
+        "run_abc:-1",
+        "run_abc:1e3",
+        "run_abc:²",
+        "run_abc:١٢",
+        "run_abc:" + "9" * 19,
+    ],
+)
+def test_anything_else_is_not_ours(value: str | None) -> None:
+    assert parse_event_id(value) is None
+
+
+def test_an_event_id_of_any_length_is_read_without_a_server_error(hub: RunningHub) -> None:
+    stream = UIStream(hub.client(), ui_body("conv-long-id", text_part('/call mrtr.provision {"name": "orders"}')))
+    asked = stream.until("data-elicitation-request")
+    run_id = asked[0]["messageId"]
+    with hub.client() as client:
+        with client.stream("POST", "/run/api/chat", json=ui_body("conv-idle", text_part("hello"))) as done:
+            list(sse_data(done))
+        idle = client.get("/run/api/conversations/conv-idle/stream", headers={"last-event-id": "s:" + "1" * 5000})
+        assert idle.status_code == 204
+        too_far = {"last-event-id": f"{run_id}:" + "9" * 5000}
+        with client.stream("GET", "/run/api/conversations/conv-long-id/stream", headers=too_far) as replay:
+            assert replay.status_code == 200
+            parts = sse_data(replay)
+            assert next(parts) == {"type": "start", "messageId": run_id}  # read from the start
+            assert any(p["type"] == "data-elicitation-request" for p in parts)
+    assert hub.answer("alice", "conv-long-id", asked[-1]["id"], "decline").status_code == 200
+    stream.close()
