@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -20,6 +21,8 @@ import uvicorn
 from elicithub.config import Config, parse_config
 from elicithub.server.app import create_app
 from elicithub.server.hub import Hub
+
+T = TypeVar("T")
 
 pytest_plugins = ["tests.core_fixtures"]
 
@@ -60,6 +63,12 @@ class ServedInThread:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+    def on_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the served app's own event loop: its stores belong to that loop (the SQLite store batches
+        every statement of a loop turn), so a test reads them there, never from a loop of its own."""
+        loop = self.server.servers[0].get_loop()
+        return asyncio.run_coroutine_threadsafe(work, loop).result(timeout=60)
 
 
 @contextmanager
@@ -134,6 +143,10 @@ class RunningHub(HubAddress):
 
     def stop(self) -> None:
         self.served.stop()
+
+    def on_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` (e.g. a read of the hub's stores) on the hub's own event loop."""
+        return self.served.on_loop(work)
 
 
 HubFactory = Callable[..., RunningHub]

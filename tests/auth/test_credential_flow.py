@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import threading
@@ -24,7 +23,7 @@ NOT_PROVIDED = "Tool error: Authentication required but not provided."
 
 
 def stored(hub: RunningHub, user: str = "alice") -> Credential | None:
-    return asyncio.run(hub.hub.vault.credential("tracker", user))
+    return hub.on_loop(hub.hub.vault.credential("tracker", user))
 
 
 def converse(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -19,7 +18,7 @@ def test_discovery_finds_the_authorization_server_and_registers_once(
 ) -> None:
     server = auth_hub.config.server("tracker")
     assert server is not None
-    found = asyncio.run(auth_hub.hub.oauth.auth_server(server))
+    found = auth_hub.on_loop(auth_hub.hub.oauth.auth_server(server))
     assert found.issuer.rstrip("/") == tracker.base
     assert found.authorization_endpoint == f"{tracker.base}/authorize"
     assert found.token_endpoint == f"{tracker.base}/token"
@@ -31,7 +30,7 @@ def test_discovery_finds_the_authorization_server_and_registers_once(
         second = await auth_hub.hub.oauth.registration(server, found)
         return first.client_id, second.client_id
 
-    first, second = asyncio.run(register_twice())
+    first, second = auth_hub.on_loop(register_twice())
     assert first == second  # kept in the vault, not registered again
 
 
@@ -82,8 +81,8 @@ def test_a_configured_client_is_used_instead_of_registering(
     hub = make_hub(port, mcp_servers=[tracker_entry(tracker, oauth=oauth)])
     text, events = converse(hub, CALL, lambda e, _: browser.sign_in(str(e["url"])))
     assert events[-1]["outcome"] == "accepted" and not text.startswith("Tool error")
-    issuer = asyncio.run(hub.hub.oauth.auth_server(hub.config.server("tracker"))).issuer  # type: ignore[arg-type]
-    assert asyncio.run(hub.hub.vault.client(issuer)) is None  # it never registered itself
+    issuer = hub.on_loop(hub.hub.oauth.auth_server(hub.config.server("tracker"))).issuer  # type: ignore[arg-type]
+    assert hub.on_loop(hub.hub.vault.client(issuer)) is None  # it never registered itself
 
     monkeypatch.delenv("TRACKER_CLIENT_SECRET")
     pages: list[httpx.Response] = []

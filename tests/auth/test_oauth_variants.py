@@ -3,7 +3,6 @@ authorization server takes (see tests/auth/variants.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,7 +142,7 @@ def test_a_2025_03_26_server_without_metadata_uses_the_default_endpoints(
     hub = make_hub(mcp_servers=[entry(variant)])
     server = hub.config.server("variant")
     assert server is not None
-    found = asyncio.run(hub.hub.oauth.auth_server(server))
+    found = hub.on_loop(hub.hub.oauth.auth_server(server))
     assert (found.authorization_endpoint, found.token_endpoint, found.registration_endpoint) == (
         f"{variant.base}/authorize",
         f"{variant.base}/token",

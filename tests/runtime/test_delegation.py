@@ -3,7 +3,6 @@ answered like any other, and the parent goes on with the child's answer; after a
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -43,7 +42,7 @@ def test_a_delegated_agents_question_reaches_the_person_and_the_parent_goes_on(m
         assert parent is not None and parent.agent == "assistant" and parent.parent_run_id is None
         return [r for r in await hub.hub.backend.runs.unfinished() if r.parent_run_id == parent.run_id]
 
-    assert asyncio.run(child_runs()) == []  # the child finished with the call
+    assert hub.on_loop(child_runs()) == []  # the child finished with the call
 
 
 def test_each_agent_has_only_its_own_tools(make_hub: HubFactory) -> None:
@@ -117,7 +116,7 @@ def delegation_chain(hub: RunningHub, elicitation_id: str) -> list[Any]:
             runs.append(await hub.hub.backend.runs.get(runs[-1].pause.child_run_id))
         return runs
 
-    return asyncio.run(chain())
+    return hub.on_loop(chain())
 
 
 def test_each_delegated_runs_parent_is_the_run_that_delegated_to_it(make_hub: HubFactory) -> None:
@@ -153,5 +152,5 @@ def test_a_new_message_ends_the_delegated_runs_and_cancels_their_questions(
     async def after() -> list[Any]:
         return [await hub.hub.backend.runs.get(r.run_id) for r in runs]
 
-    assert [r.status for r in asyncio.run(after())] == ["finished", "finished", "finished"]
+    assert [r.status for r in hub.on_loop(after())] == ["finished", "finished", "finished"]
     assert "deleg5" not in provisioned(mrtr_server)

@@ -299,7 +299,7 @@ def test_a_user_scoped_agent_gets_the_persons_own_token(
         }
         assert resolved["outcome"] == "accepted"
         assert text == "You said: hello"
-        credential = asyncio.run(hub.hub.vault.credential("travel", "alice"))
+        credential = hub.on_loop(hub.hub.vault.credential("travel", "alice"))
         assert credential is not None
         assert [c["authorization"] for c in agent.calls()] == [f"Bearer {credential.access_token}"]
         # Bob has not signed in: without a chat that can ask, he is told to connect.

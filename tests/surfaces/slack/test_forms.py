@@ -3,7 +3,6 @@ message shows how the question ended, whichever way it did (answered, cancelled,
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -112,7 +111,7 @@ def test_only_the_asked_person_may_press_or_submit(slack_hub: SlackHub, standin:
         assert response.json()["response_action"] == "update"
         assert f"This question is for &lt;@{ALICE}&gt;." in json.dumps(response.json()["view"])
     assert len(standin.views) == 1  # only Alice's press opened the modal
-    stored = asyncio.run(slack_hub.hub.store.get(question.buttons()[0]["value"]))
+    stored = slack_hub.on_loop(slack_hub.hub.store.get(question.buttons()[0]["value"]))
     assert stored is not None and stored.state is State.PENDING
     assert question.buttons() and question.edits == 0
 

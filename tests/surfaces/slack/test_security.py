@@ -3,7 +3,6 @@ changes nothing, neither a new run nor an answer."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
@@ -51,6 +50,6 @@ def test_a_forged_or_stale_press_or_submit_gets_401_and_answers_nothing(
     assert slack_hub.interact(submit, secret=FORGED).status_code == 401
     assert slack_hub.interact(submit, timestamp=stale).status_code == 401
     assert standin.count() == before and standin.views == []
-    stored = asyncio.run(slack_hub.hub.store.get(elicitation_id))
+    stored = slack_hub.on_loop(slack_hub.hub.store.get(elicitation_id))
     assert stored is not None and stored.state is State.PENDING
     assert question.buttons() and question.edits == 0

@@ -3,7 +3,6 @@ tool's result lands in the thread after the provider's consent page (the demo tr
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -51,7 +50,7 @@ def test_connect_in_slack_resumes_the_call_and_answers_in_the_thread(
     reply = standin.wait(lambda: [m for m in standin.in_thread(thread) if m.ts > question.ts and "issue" in m.text])
     assert not reply[0].text.startswith("Tool error")
 
-    credential = asyncio.run(slack_hub.hub.vault.credential("tracker", "alice"))
+    credential = slack_hub.on_loop(slack_hub.hub.vault.credential("tracker", "alice"))
     assert credential is not None
     said = json.dumps([c[1] for c in standin.calls])
     assert credential.access_token not in said and credential.refresh_token not in said  # type: ignore[operator]
