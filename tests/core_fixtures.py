@@ -19,7 +19,7 @@ from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import StreamEvent
 from elicithub.core.ports import Backend
 from elicithub.core.ports import ElicitationStore as Store
-from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
+from elicithub.store import MemoryElicitations, RedisElicitations, SqliteElicitations, open_backend
 from tests.conftest import free_port, wait_for_port
 
 SCHEMA: dict[str, Any] = {
@@ -80,11 +80,11 @@ def anyio_backend() -> str:
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     opened: Store
     if request.param == "memory":
-        opened = MemoryStore()
+        opened = MemoryElicitations()
     elif request.param == "sqlite":
-        opened = SqliteStore(tmp_path / "hub.db")
+        opened = SqliteElicitations(tmp_path / "hub.db")
     else:
-        opened = RedisStore(request.getfixturevalue("redis_url"))
+        opened = RedisElicitations(request.getfixturevalue("redis_url"))
     yield opened
     await opened.close()
 

@@ -16,13 +16,13 @@ from elicithub.auth.keys import Keys, KeyUnusable, load_keys
 from elicithub.auth.links import BadLink, LinkSigner, LinkTickets
 from elicithub.auth.vault import Credential, SignIn, Vault
 from elicithub.config import SecretsConfig
-from elicithub.core.ports import Backend, SecretStore
+from elicithub.core.ports import Backend, KeyValueStore
 from elicithub.server.app import redact_access_log
 
 
 @pytest.fixture
-def kv(backend: Backend) -> SecretStore:
-    return backend.secrets
+def kv(backend: Backend) -> KeyValueStore:
+    return backend.kv
 
 
 def test_first_run_generates_a_private_key_file_and_reuses_it(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_key_from_the_environment_wins_and_must_be_long_enough(tmp_path: Path) -
 
 
 @pytest.mark.anyio
-async def test_credentials_are_sealed_per_server_and_user(kv: SecretStore) -> None:
+async def test_credentials_are_sealed_per_server_and_user(kv: KeyValueStore) -> None:
     vault = Vault(kv, Keys.generate())
     credential = Credential("at-secret-123", refresh_token="rt-secret-456", expires_at=time.time() + 60)
     await vault.save_credential("tracker", "alice", credential)
@@ -65,7 +65,7 @@ async def test_credentials_are_sealed_per_server_and_user(kv: SecretStore) -> No
 
 
 @pytest.mark.anyio
-async def test_a_sign_in_is_taken_once_and_expires(kv: SecretStore) -> None:
+async def test_a_sign_in_is_taken_once_and_expires(kv: KeyValueStore) -> None:
     vault = Vault(kv, Keys.generate())
     sign_in = SignIn("eli_1", "alice", "tracker", "verifier", "browser-tag")
     await vault.start_sign_in("state-1", sign_in, ttl_s=60)
@@ -94,7 +94,7 @@ def test_link_tokens_are_opaque_bound_and_short_lived() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_single_use_link_carries_its_ticket_and_the_ticket_is_taken_once(kv: SecretStore) -> None:
+async def test_a_single_use_link_carries_its_ticket_and_the_ticket_is_taken_once(kv: KeyValueStore) -> None:
     signer, tickets = LinkSigner(Keys.generate()), LinkTickets(kv)
     ticket = await tickets.issue(ttl_s=60)
     link = signer.verify(signer.sign("eli_abc", "alice", once=ticket), max_age_s=60)

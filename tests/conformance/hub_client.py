@@ -16,7 +16,7 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext
-from elicithub.store import MemoryStore
+from elicithub.store import MemoryElicitations
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 
@@ -26,7 +26,7 @@ class Unseen:
 
 
 async def main(url: str) -> int:
-    broker = Broker(MemoryStore(), Unseen())
+    broker = Broker(MemoryElicitations(), Unseen())
     await broker.start()
     http = downstream_client(30)
     server = McpServerConfig(id="scenario", url=url, protocol="legacy")

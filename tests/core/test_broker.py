@@ -16,7 +16,7 @@ from elicithub.core.events import ElicitationRequested, ElicitationResolved, Str
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.core.schema import FieldError
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
-from elicithub.store import MemoryStore
+from elicithub.store import MemoryElicitations
 from tests.core_fixtures import SCHEMA, BusSink, until
 
 EU = Answer("accept", {"region": "eu"})
@@ -441,8 +441,8 @@ async def test_respond_racing_expiry_at_the_deadline_ends_in_exactly_one_state(b
         assert resolved_events == [ElicitationResolved(e.id, waited.outcome)]
 
 
-class StaleReadStore(MemoryStore):
-    """A MemoryStore that can hand out one snapshot taken before a concurrent writer committed."""
+class StaleReadStore(MemoryElicitations):
+    """A MemoryElicitations that can hand out one snapshot taken before a concurrent writer committed."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -21,7 +21,7 @@ from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
-from elicithub.store import RedisStore
+from elicithub.store import RedisElicitations
 from tests.core.test_broker import EU, drain, finish, question, state_of
 from tests.core_fixtures import BusSink, RedisServer, until
 
@@ -37,7 +37,7 @@ class Pair:
 
 @pytest.fixture
 async def pair(store: Store, request: pytest.FixtureRequest) -> AsyncIterator[Pair]:
-    other = RedisStore(request.getfixturevalue("redis_url")) if isinstance(store, RedisStore) else store
+    other = RedisElicitations(request.getfixturevalue("redis_url")) if isinstance(store, RedisElicitations) else store
     here, there = Broker(store, BusSink()), Broker(other, BusSink())
     await here.start()
     await there.start()
@@ -144,7 +144,7 @@ async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_o
 ) -> None:
     # An answer stored while this broker's subscription was down (simulated: the JSON written without a notice),
     # then the subscription connection dies and redis-py subscribes again: the broker re-reads its waiters.
-    store, writer = RedisStore(redis_url), RedisStore(redis_url)
+    store, writer = RedisElicitations(redis_url), RedisElicitations(redis_url)
     broker = Broker(store, BusSink())
     pair = Pair(broker, Broker(writer, BusSink()), AsyncExitStack())
     await broker.start()

@@ -12,7 +12,7 @@ from elicithub.core.elicitation import Elicitation, State, new_elicitation
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, RunPaused, StreamEvent
 from elicithub.core.runs import Pause
 from elicithub.runtime.asker import Asker
-from elicithub.store import MemoryStore
+from elicithub.store import MemoryElicitations
 from tests.core_fixtures import SCHEMA
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +51,7 @@ class Run:
 
 
 async def test_a_question_asked_after_the_run_was_superseded_is_cancelled_at_once() -> None:
-    store, run = MemoryStore(), Run(active=False)
+    store, run = MemoryElicitations(), Run(active=False)
     broker = Broker(store, run)
     asker = Asker(broker, save=run.save, emit=run.emit, active=run.active)
     first, second = question(), question("How many?")
@@ -72,7 +72,7 @@ async def test_a_question_asked_after_the_run_was_superseded_is_cancelled_at_onc
 
 
 async def test_an_active_run_waits_for_the_answer() -> None:
-    store, run = MemoryStore(), Run(active=True)
+    store, run = MemoryElicitations(), Run(active=True)
     broker = Broker(store, run)
     asker = Asker(broker, save=run.save, emit=run.emit, active=run.active)
     asked = question()

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import new_elicitation, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
-from elicithub.store import RedisStore
+from elicithub.store import RedisElicitations
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
 from tests.core_fixtures import SCHEMA, BusSink, RedisServer
 
@@ -242,7 +242,7 @@ def test_a_message_on_b_supersedes_the_run_waiting_on_a(hubs: tuple[ServedHub, S
 @contextlib.asynccontextmanager
 async def waiting_broker(store_url: str) -> AsyncIterator[Broker]:
     """A third process's view: a broker on the same Redis database, whose run waits here in the test."""
-    store = RedisStore(store_url)
+    store = RedisElicitations(store_url)
     broker = Broker(store, BusSink())
     await broker.start()
     try:

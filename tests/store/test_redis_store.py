@@ -1,4 +1,4 @@
-"""RedisStore against a real redis-server: several clients of one database, its keys, and its notices."""
+"""RedisElicitations against a real redis-server: several clients of one database, its keys, and its notices."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from elicithub.core.elicitation import Answer, State, utcnow
-from elicithub.store import RedisStore
-from elicithub.store.redis import KEEP, PENDING, RESOLVED
+from elicithub.store import RedisElicitations
+from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED
 from tests.core_fixtures import RedisServer
 from tests.store.test_stores import NOW, make
 
@@ -20,15 +20,15 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def two(redis_url: str) -> AsyncIterator[tuple[RedisStore, RedisStore]]:
+async def two(redis_url: str) -> AsyncIterator[tuple[RedisElicitations, RedisElicitations]]:
     """Two clients of one database, each with its own connections, as two hubs would have."""
-    a, b = RedisStore(redis_url), RedisStore(redis_url)
+    a, b = RedisElicitations(redis_url), RedisElicitations(redis_url)
     yield a, b
     await a.close()
     await b.close()
 
 
-async def test_what_one_client_puts_the_other_reads(two: tuple[RedisStore, RedisStore]) -> None:
+async def test_what_one_client_puts_the_other_reads(two: tuple[RedisElicitations, RedisElicitations]) -> None:
     a, b = two
     e = make()
     await a.put(e)
@@ -36,7 +36,9 @@ async def test_what_one_client_puts_the_other_reads(two: tuple[RedisStore, Redis
     assert [found.id for found in await b.due(NOW + timedelta(hours=1))] == [e.id]
 
 
-async def test_compare_and_set_across_two_clients_has_exactly_one_winner(two: tuple[RedisStore, RedisStore]) -> None:
+async def test_compare_and_set_across_two_clients_has_exactly_one_winner(
+    two: tuple[RedisElicitations, RedisElicitations],
+) -> None:
     a, b = two
     for _ in range(5):
         e = make()
@@ -53,7 +55,9 @@ async def test_compare_and_set_across_two_clients_has_exactly_one_winner(two: tu
             assert stored.state is state and stored.answer == answer and stored.resolved_at == NOW
 
 
-async def test_a_transition_through_one_client_is_heard_by_the_other(two: tuple[RedisStore, RedisStore]) -> None:
+async def test_a_transition_through_one_client_is_heard_by_the_other(
+    two: tuple[RedisElicitations, RedisElicitations],
+) -> None:
     a, b = two
     first, second = make(), make()
     await a.put(first)
@@ -70,7 +74,7 @@ async def test_a_transition_through_one_client_is_heard_by_the_other(two: tuple[
 async def test_notices_stay_within_their_database(redis_server: RedisServer, redis_url: str) -> None:
     with redis_server.client(1) as client:
         client.flushdb()
-    zero, one = RedisStore(redis_url), RedisStore(redis_server.url(1))
+    zero, one = RedisElicitations(redis_url), RedisElicitations(redis_server.url(1))
     try:
         in_zero, in_one = make(), make()
         await zero.put(in_zero)
@@ -88,7 +92,7 @@ async def test_notices_stay_within_their_database(redis_server: RedisServer, red
 
 
 async def test_after_a_lost_connection_notices_start_over_with_none(
-    redis_server: RedisServer, two: tuple[RedisStore, RedisStore]
+    redis_server: RedisServer, two: tuple[RedisElicitations, RedisElicitations]
 ) -> None:
     a, b = two
     e = make()
@@ -105,7 +109,7 @@ async def test_after_a_lost_connection_notices_start_over_with_none(
 
 
 async def test_keys_are_namespaced_and_expire_as_a_safety_net(redis_server: RedisServer, redis_url: str) -> None:
-    store = RedisStore(redis_url)
+    store = RedisElicitations(redis_url)
     try:
         pending, answered = make(), make()
         await store.put(pending)
@@ -131,7 +135,7 @@ async def test_keys_are_namespaced_and_expire_as_a_safety_net(redis_server: Redi
 async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
     redis_server: RedisServer, redis_url: str
 ) -> None:
-    store = RedisStore(redis_url)
+    store = RedisElicitations(redis_url)
     try:
         kept, dropped = make(expires_in=timedelta(seconds=-1)), make(expires_in=timedelta(seconds=-1))
         await store.put(kept)
@@ -145,7 +149,7 @@ async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
 
 
 async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServer, redis_url: str) -> None:
-    store = RedisStore(redis_url)
+    store = RedisElicitations(redis_url)
     try:
         # Expiring from the real clock: keys of questions long past their deadline get a one-second TTL, and 1203 of
         # them may not all be written and resolved within it.

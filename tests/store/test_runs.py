@@ -7,7 +7,7 @@ import pytest
 
 from elicithub.core.ports import Backend, RunStore
 from elicithub.core.runs import Pause, RunRecord
-from elicithub.store.redis_records import RedisRuns
+from elicithub.store.redis.runs import RedisRuns
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from elicithub.core.elicitation import State
-from elicithub.store.sqlite import PURGE_BATCH, SqliteStore
-from elicithub.store.sqlite_db import SqliteDb
+from elicithub.store.sqlite.db import SqliteDb
+from elicithub.store.sqlite.elicitations import SqliteElicitations
+from elicithub.store.sqlite.schema import PURGE_BATCH
 from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +57,7 @@ async def test_writes_are_on_disk_for_the_next_process_after_close(tmp_path: Pat
 
 
 async def test_a_purge_deletes_a_bounded_batch_and_the_next_ones_the_rest(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "hub.db")
+    store = SqliteElicitations(tmp_path / "hub.db")
     try:
         old = [make() for _ in range(PURGE_BATCH + 5)]
         await asyncio.gather(*(store.put(e) for e in old))

@@ -8,7 +8,7 @@ import pytest
 
 from elicithub.core.runs import ConversationRecord
 from elicithub.store.sqlite import SqliteBackend
-from elicithub.store.sqlite_events import KEPT_PER_CONVERSATION
+from elicithub.store.sqlite.events import KEPT_PER_CONVERSATION
 
 pytestmark = pytest.mark.anyio
 

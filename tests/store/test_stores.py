@@ -1,4 +1,4 @@
-"""MemoryStore, SqliteStore and RedisStore: the same Store contract, plus SQLite persistence and open_backend()."""
+"""MemoryElicitations, SqliteElicitations, RedisElicitations: one Store contract, SQLite persistence, open_backend()."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
-from elicithub.store import MemoryStore, RedisStore, SqliteStore, open_backend
+from elicithub.store import MemoryElicitations, RedisElicitations, SqliteElicitations, open_backend
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 """The real clock at import, not a fixed date: Redis gives an elicitation a safety-net expiry from its deadline, and one
@@ -147,14 +147,14 @@ async def test_resolutions_start_with_none_then_name_each_elicitation_that_won_a
 async def test_sqlite_store_survives_reopening_the_same_file(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "hub.db"
     resolved, pending = make(), make(expires_in=timedelta(seconds=-1))
-    first = SqliteStore(path)
+    first = SqliteElicitations(path)
     await first.put(resolved)
     await first.put(pending)
     assert await first.transition(resolved.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW)
     await first.close()
     assert path.exists()
 
-    second = SqliteStore(path)
+    second = SqliteElicitations(path)
     try:
         back = await second.get(resolved.id)
         assert back is not None
@@ -172,7 +172,7 @@ async def test_sqlite_store_survives_reopening_the_same_file(tmp_path: Path) -> 
 @pytest.mark.anyio
 async def test_two_sqlite_stores_on_one_file_share_state_and_compare_and_set(tmp_path: Path) -> None:
     path = tmp_path / "hub.db"
-    a, b = SqliteStore(path), SqliteStore(path)
+    a, b = SqliteElicitations(path), SqliteElicitations(path)
     try:
         e = make()
         await a.put(e)
@@ -190,7 +190,7 @@ async def test_two_sqlite_stores_on_one_file_share_state_and_compare_and_set(tmp
 
 @pytest.mark.anyio
 async def test_memory_store_close_forgets_everything() -> None:
-    store = MemoryStore()
+    store = MemoryElicitations()
     e = make()
     await store.put(e)
     await store.close()
@@ -199,7 +199,7 @@ async def test_memory_store_close_forgets_everything() -> None:
 
 def test_open_backend_memory_url() -> None:
     backend = open_backend("memory://")
-    assert isinstance(backend.elicitations, MemoryStore) and not backend.durable and not backend.shared
+    assert isinstance(backend.elicitations, MemoryElicitations) and not backend.durable and not backend.shared
 
 
 @pytest.mark.anyio
@@ -207,7 +207,7 @@ async def test_open_backend_sqlite_url_with_absolute_path(tmp_path: Path) -> Non
     path = tmp_path / "sub" / "hub.db"
     backend = open_backend(f"sqlite:///{path}")
     try:
-        assert isinstance(backend.elicitations, SqliteStore) and backend.durable
+        assert isinstance(backend.elicitations, SqliteElicitations) and backend.durable
         assert path.exists()
         e = make()
         await backend.elicitations.put(e)
@@ -230,7 +230,7 @@ async def test_open_backend_sqlite_url_with_relative_path(tmp_path: Path, monkey
 async def test_open_backend_redis_url(redis_url: str) -> None:
     backend = open_backend(redis_url)
     try:
-        assert isinstance(backend.elicitations, RedisStore) and backend.shared
+        assert isinstance(backend.elicitations, RedisElicitations) and backend.shared
         e = make()
         await backend.elicitations.put(e)
         assert await backend.elicitations.get(e.id) == e

@@ -20,7 +20,7 @@ from elicithub.core.elicitation import Answer
 from elicithub.core.events import RunPaused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, ToolOutcome
-from elicithub.store import MemoryStore
+from elicithub.store import MemoryElicitations
 from elicithub.triggers.http import CallAuth
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers, sessions
 from tests.conftest import ServedInThread, free_port, served
@@ -136,7 +136,7 @@ Kept = tuple[McpServerTrigger, Broker]
 @pytest.fixture
 async def kept(downstream: Downstream) -> AsyncIterator[Kept]:
     """A legacy-era trigger for the test server, with its broker."""
-    broker = Broker(MemoryStore(), Nowhere())
+    broker = Broker(MemoryElicitations(), Nowhere())
     await broker.start()
     http = downstream_client(60)
     [trigger] = mcp_triggers(
@@ -286,7 +286,7 @@ async def test_a_session_nobody_uses_closes_and_the_next_call_opens_another(
 @pytest.fixture
 async def standalone() -> AsyncIterator[Kept]:
     """A legacy-era trigger for a server that asks on its session's standalone stream, with its broker."""
-    broker = Broker(MemoryStore(), Nowhere())
+    broker = Broker(MemoryElicitations(), Nowhere())
     await broker.start()
     http = downstream_client(60)
     with served(standalone_server.mcp_app(), timeout_graceful_shutdown=1) as server:

@@ -18,7 +18,7 @@ from elicithub.runtime.asker import Asker
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.tools import CallContext, ToolOutcome
-from elicithub.store import MemoryStore
+from elicithub.store import MemoryElicitations
 from elicithub.triggers.mcp import (
     EmptyRound,
     McpShared,
@@ -178,7 +178,7 @@ class Recorded:
 
 async def test_an_mcp_trigger_asks_through_the_asker_and_gets_the_answer(mrtr_server: McpProcess) -> None:
     sink = Recorded()
-    broker = Broker(MemoryStore(), sink)
+    broker = Broker(MemoryElicitations(), sink)
     await broker.start()
     http = downstream_client(60)
     emitted: list[Any] = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from cryptography.fernet import Fernet, InvalidToken
 
 from elicithub.auth.keys import Keys
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 from elicithub.core.tickets import OnceTickets
 
 
@@ -61,5 +61,5 @@ class LinkTickets(OnceTickets):
     sharing it accepts such a link once (a link seen by the wrong person would connect their account under
     someone else's name)."""
 
-    def __init__(self, store: SecretStore) -> None:
+    def __init__(self, store: KeyValueStore) -> None:
         super().__init__(store, "link-once")

@@ -12,7 +12,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from elicithub.auth.keys import Keys
-from elicithub.core.ports import SecretStore as SecretKV
+from elicithub.core.ports import KeyValueStore
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _digest(text: str) -> str:
 class Vault:
     """Every value is sealed with AES-GCM under a key derived for the vault, bound to the key it is stored under."""
 
-    def __init__(self, kv: SecretKV, keys: Keys) -> None:
+    def __init__(self, kv: KeyValueStore, keys: Keys) -> None:
         self.kv = kv
         self._aead = AESGCM(keys.derive("vault"))
 

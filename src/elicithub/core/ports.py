@@ -81,8 +81,13 @@ class ConversationStore(Protocol):
         """Forget conversations not written since this time (unix seconds) and without an active run."""
 
 
-class SecretStore(Protocol):
-    """Opaque bytes by key, for the vault (encrypted before they get here)."""
+class KeyValueStore(Protocol):
+    """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key.
+
+    Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, sealed before they
+    get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), Slack's records (`slack:`)
+    and user-scoped servers' tool listings (`tools:`).
+    """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
 
@@ -137,7 +142,7 @@ class Backend(Protocol):
     def conversations(self) -> ConversationStore: ...
 
     @property
-    def secrets(self) -> SecretStore: ...
+    def kv(self) -> KeyValueStore: ...
 
     @property
     def events(self) -> EventLog: ...

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import secrets
 
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 
 
 class OnceTickets:
     """Tickets under `prefix` in the store; `take` succeeds for exactly one taker (the store's atomic take)."""
 
-    def __init__(self, store: SecretStore, prefix: str) -> None:
+    def __init__(self, store: KeyValueStore, prefix: str) -> None:
         self.store = store
         self.prefix = prefix
 

@@ -84,9 +84,9 @@ class Hub:
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.broker = Broker(self.store, self.stream, durable=self.backend.durable)
         self.model = model if model is not None else create_model(config.model)
-        self.vault = Vault(self.backend.secrets, self.keys)
+        self.vault = Vault(self.backend.kv, self.keys)
         self.links = LinkSigner(self.keys)
-        self.link_tickets = LinkTickets(self.backend.secrets)
+        self.link_tickets = LinkTickets(self.backend.kv)
         self.oauth = OAuthClient(self.vault, config.public_url)
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
@@ -99,7 +99,7 @@ class Hub:
             config.elicitation.max_rounds,
             self.model,
             gate,
-            self.backend.secrets,
+            self.backend.kv,
         )
         self.a2a_http = a2a_client()
         a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
@@ -117,7 +117,7 @@ class Hub:
         self.mcp = McpSurface(
             self.conversations,
             self.broker,
-            Tickets(self.backend.secrets),
+            Tickets(self.backend.kv),
             self.identity.user_for,
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,
@@ -127,7 +127,7 @@ class Hub:
         self.a2a = A2aSurface(
             self.conversations,
             self.broker,
-            HubTaskStore(self.backend.secrets, config.conversations.retention_s),
+            HubTaskStore(self.backend.kv, config.conversations.retention_s),
             self.identity.user_for,
             config.public_url,
             agents,
@@ -138,7 +138,7 @@ class Hub:
                 config.slack,
                 self.conversations,
                 self.broker,
-                self.backend.secrets,
+                self.backend.kv,
                 self.links,
                 config.public_url,
                 {s.id: s.display_name for s in config.mcp_servers},

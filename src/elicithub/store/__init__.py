@@ -6,9 +6,12 @@ from pathlib import Path
 
 from elicithub.core.ports import Backend
 from elicithub.errors import StoreUnsupported
-from elicithub.store.memory import MemoryBackend, MemoryStore
-from elicithub.store.redis import RedisBackend, RedisStore
-from elicithub.store.sqlite import SqliteBackend, SqliteStore
+from elicithub.store.memory import MemoryBackend
+from elicithub.store.memory.elicitations import MemoryElicitations
+from elicithub.store.redis import RedisBackend
+from elicithub.store.redis.elicitations import RedisElicitations
+from elicithub.store.sqlite import SqliteBackend
+from elicithub.store.sqlite.elicitations import SqliteElicitations
 
 
 def open_backend(url: str, *, events_max_len: int = 1000, retention_s: float = 7 * 24 * 3600) -> Backend:
@@ -22,4 +25,4 @@ def open_backend(url: str, *, events_max_len: int = 1000, retention_s: float = 7
     raise StoreUnsupported(f"unsupported store url {url!r}; use memory://, sqlite:///PATH or redis://HOST:PORT/DB")
 
 
-__all__ = ["MemoryStore", "RedisStore", "SqliteStore", "open_backend"]
+__all__ = ["MemoryElicitations", "RedisElicitations", "SqliteElicitations", "open_backend"]

@@ -13,13 +13,13 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task
 from a2a.utils.errors import UnsupportedOperationError
 
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 
 
 class HubTaskStore(TaskStore):
-    """The SDK's `TaskStore` over the hub's key-value store (`backend.secrets`)."""
+    """The SDK's `TaskStore` over the hub's key-value store (`backend.kv`)."""
 
-    def __init__(self, kv: SecretStore, retention_s: float) -> None:
+    def __init__(self, kv: KeyValueStore, retention_s: float) -> None:
         self.kv = kv
         self.retention_s = retention_s
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 from elicithub.core.tickets import OnceTickets
 from elicithub.errors import BadRequest
 
@@ -55,7 +55,7 @@ def digest(arguments: dict[str, Any]) -> str:
 class Tickets:
     """One-time tickets in the store: issued with a round, taken once by the retry that answers it."""
 
-    def __init__(self, store: SecretStore) -> None:
+    def __init__(self, store: KeyValueStore) -> None:
         self.once = OnceTickets(store, "mcp-round")
 
     async def issue(self, ttl_s: float) -> str:

@@ -20,7 +20,7 @@ TOKENS = [f"word{i} " for i in range(300)]
 def test_a_streamed_reply_is_one_message_edited_at_a_slack_rate(standin: SlackStandIn) -> None:
     async def stream() -> None:
         backend = open_backend("memory://")
-        records = SlackRecords(backend.secrets, 60)
+        records = SlackRecords(backend.kv, 60)
         client = AsyncWebClient(token=BOT_TOKEN, base_url=standin.api_url)
         reply = Reply(client, records, THREAD, "run_1", 0)
         for token in TOKENS:

@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Route
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.config import SlackConfig
 from elicithub.core.broker import Broker
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.errors import SlackUnusable
 from elicithub.runtime.conversations import Caller, Conversations
@@ -69,7 +69,7 @@ class SlackSurface:
         config: SlackConfig,
         conversations: Conversations,
         broker: Broker,
-        store: SecretStore,
+        store: KeyValueStore,
         links: LinkSigner,
         public_url: str,
         servers: dict[str, str],

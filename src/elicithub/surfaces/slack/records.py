@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,9 @@ def conversation_for(team: str, channel: str, thread_ts: str) -> str:
 
 
 class SlackRecords:
-    """Records as JSON in the store's secrets KV (on every backend), kept `ttl_s` seconds."""
+    """Records as JSON in the store's key-value entries (on every backend), kept `ttl_s` seconds."""
 
-    def __init__(self, store: SecretStore, ttl_s: float) -> None:
+    def __init__(self, store: KeyValueStore, ttl_s: float) -> None:
         self.store = store
         self.ttl_s = ttl_s
 

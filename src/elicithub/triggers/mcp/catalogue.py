@@ -15,7 +15,7 @@ from dataclasses import asdict
 import mcp_types as mt
 
 from elicithub.config import McpServerConfig
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
@@ -38,7 +38,7 @@ class Catalogue:
     """What the model is offered of one server, and what a call with the person's token learns of it."""
 
     def __init__(
-        self, server: McpServerConfig, fetch: Fetch, gate: CredentialGate | None, listings: SecretStore | None
+        self, server: McpServerConfig, fetch: Fetch, gate: CredentialGate | None, listings: KeyValueStore | None
     ) -> None:
         self.server = server
         self.gate = gate

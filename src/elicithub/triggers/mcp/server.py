@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
-from elicithub.core.ports import SecretStore
+from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import Message, Pause
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
@@ -48,7 +48,7 @@ class McpShared:
     max_rounds: int
     sampler: Model | None = None
     gate: CredentialGate | None = None
-    listings: SecretStore | None = None  # where user-scoped servers' tool listings are kept for everyone
+    listings: KeyValueStore | None = None  # where user-scoped servers' tool listings are kept for everyone
 
 
 class McpServerTrigger:

@@ -1,4 +1,4 @@
-"""The scale-out store: elicitations in Redis, shared by every hub that points at it.
+"""The Redis backend's elicitations, shared by every hub that points at it.
 
 Keys, all under `elicithub:`: one JSON string per elicitation (`elicithub:elicitation:<id>`), a sorted set of pending
 ids by deadline (`elicithub:pending`) and one of terminal ids by resolution time (`elicithub:resolved`). A transition
@@ -8,29 +8,22 @@ is a compare-and-set in one Lua script, which also publishes the id on a channel
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import logging
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator
 from datetime import datetime, timedelta
 from typing import cast
 
 import redis.asyncio as redis
-from redis.asyncio.client import PubSub
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved, utcnow
+from elicithub.store.redis.client import PREFIX, bounded_close, close_pubsub, connect
 
-log = logging.getLogger(__name__)
-
-PREFIX = "elicithub:"
 PENDING = f"{PREFIX}pending"
 RESOLVED = f"{PREFIX}resolved"
 
-MAX_CONNECTIONS = 64
 KEEP = timedelta(days=7)
 """A safety net: Redis drops an elicitation this long after its deadline or resolution even if no hub purges it."""
+LISTEN_POLL_S = 1.0
 
 # KEYS: the elicitation, the pending set, the resolved set. ARGV: the JSON read before, the new JSON, the id,
 # the resolution time, seconds to keep, the channel. Comparing the whole value makes this a compare-and-set:
@@ -55,17 +48,7 @@ def _seconds(delta: timedelta) -> int:
     return max(int(delta.total_seconds()), 0) + 1
 
 
-def connect(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis:
-    """A client over a blocking pool: past its size a command waits for a free connection instead of failing at
-    once. The retry policy is the one a plain redis.Redis client has; a pool made apart from the client has none."""
-    retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)
-    pool = redis.BlockingConnectionPool.from_url(
-        url, max_connections=max_connections, decode_responses=True, retry=retry
-    )
-    return redis.Redis.from_pool(pool)
-
-
-class RedisStore:
+class RedisElicitations:
     def __init__(self, url: str, client: redis.Redis | None = None) -> None:
         self._redis: redis.Redis = client if client is not None else connect(url)
         # Pub/sub channels are not per database, so the database is part of the channel's name.
@@ -143,7 +126,7 @@ class RedisStore:
                 # A subscribe confirmation comes first and again after each reconnection (redis-py resubscribes).
                 yield None if message["type"] == "subscribe" else str(message["data"])
         finally:
-            await _closed(pubsub)
+            await close_pubsub(pubsub)
 
     async def close(self) -> None:
         self._closing = True  # listeners stop at their next poll, even one whose cancellation was swallowed
@@ -156,46 +139,3 @@ def _dump(elicitation: Elicitation) -> str:
 
 def _load(data: str | bytes) -> Elicitation:
     return Elicitation.from_json(json.loads(data))
-
-
-CLOSE_TIMEOUT_S = 2.0
-LISTEN_POLL_S = 1.0
-
-
-async def bounded_close(closing: Awaitable[object]) -> None:
-    """Closing a redis-py connection can wait forever for the socket (redis/redis-py#3941): never more than 2 s."""
-    try:
-        await asyncio.wait_for(closing, CLOSE_TIMEOUT_S)
-    except (TimeoutError, OSError, redis.RedisError):
-        log.warning("closing a Redis connection did not finish cleanly; dropped it")
-
-
-async def _closed(pubsub: PubSub) -> None:
-    connection = pubsub.connection
-    if connection is not None:
-        # Drop the socket without waiting for it to close: the wait is where redis-py can hang.
-        with contextlib.suppress(OSError, redis.RedisError):
-            await connection.disconnect(nowait=True)
-    await bounded_close(pubsub.aclose())  # type: ignore[no-untyped-call]
-
-
-class RedisBackend:
-    """Every record kind in one Redis database, over one pool (plus one for blocking stream reads)."""
-
-    shared = True
-    durable = True
-
-    def __init__(self, url: str, events_max_len: int = 1000, retention_s: float = 7 * 24 * 3600) -> None:
-        from elicithub.store.redis_records import RedisConversations, RedisEvents, RedisRuns, RedisSecrets
-
-        self.url = url
-        self._redis = connect(url)
-        self.elicitations = RedisStore(url, self._redis)
-        self.runs = RedisRuns(self._redis)
-        self.conversations = RedisConversations(self._redis, retention_s)
-        self.secrets = RedisSecrets(self._redis)
-        self.events = RedisEvents(self._redis, url, events_max_len, retention_s)
-
-    async def close(self) -> None:
-        await self.events.close()
-        await self.elicitations.close()

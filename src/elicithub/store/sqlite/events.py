@@ -12,8 +12,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from elicithub.store.base import Notifier
-from elicithub.store.sqlite_db import SqliteDb
+from elicithub.store.notices import Notifier
+from elicithub.store.sqlite.db import SqliteDb
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000

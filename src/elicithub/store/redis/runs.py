@@ -1,0 +1,72 @@
+"""The Redis backend's runs: `run:<id>` (JSON) with `run-owner:<id>` (taken over by compare-and-set), the set
+`runs:unfinished`, and `alive:<instance>` heartbeats, all under `elicithub:`."""
+
+from __future__ import annotations
+
+import json
+
+import redis.asyncio as redis
+
+from elicithub.core.runs import RunRecord
+from elicithub.store.redis.client import PREFIX
+
+FINISHED_TTL_S = 24 * 3600
+
+_CLAIM = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    redis.call('SET', KEYS[1], ARGV[2])
+    return 1
+end
+return 0
+"""
+
+
+class RedisRuns:
+    """Runs shared by several hub instances; an instance that stops heart-beating loses its runs."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._redis = client
+        self._claim = client.register_script(_CLAIM)
+
+    @staticmethod
+    def _keys(run_id: str) -> tuple[str, str]:
+        return f"{PREFIX}run:{run_id}", f"{PREFIX}run-owner:{run_id}"
+
+    async def save(self, record: RunRecord) -> None:
+        data, owner = self._keys(record.run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(data, json.dumps(record.to_json()))
+            pipe.set(owner, record.owner)
+            if record.status == "finished":
+                pipe.srem(f"{PREFIX}runs:unfinished", record.run_id)
+                # Redis forgets a finished run by itself, after the same day a finished question is kept.
+                pipe.expire(data, FINISHED_TTL_S)
+                pipe.expire(owner, FINISHED_TTL_S)
+            else:
+                pipe.sadd(f"{PREFIX}runs:unfinished", record.run_id)
+            await pipe.execute()
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        data, owner = await self._redis.mget(*self._keys(run_id))
+        if data is None:
+            return None
+        return RunRecord.from_json({**json.loads(data), "owner": owner or ""})
+
+    async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
+        _, owner_key = self._keys(run_id)
+        return bool(await self._claim(keys=[owner_key], args=[expected_owner, owner]))
+
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        # A random sample: over successive sweeps every unfinished run is looked at, however many there are.
+        ids = list(await self._redis.srandmember(f"{PREFIX}runs:unfinished", limit) or [])
+        records = [await self.get(str(i)) for i in ids]
+        return [r for r in records if r is not None and r.status != "finished" and r.owner != other_than]
+
+    async def purge(self, finished_before: float) -> int:
+        return 0  # finished runs expire by their TTL
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        await self._redis.set(f"{PREFIX}alive:{owner}", "1", px=int(ttl_s * 1000))
+
+    async def alive(self, owner: str) -> bool:
+        return bool(await self._redis.exists(f"{PREFIX}alive:{owner}"))

@@ -1,0 +1,68 @@
+"""The SQLite backend's runs: one row each, taken over by compare-and-set on the owner."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from elicithub.core.runs import RunRecord
+from elicithub.store.sqlite.db import SqliteDb
+from elicithub.store.sqlite.schema import PURGE_BATCH
+
+
+class SqliteRuns:
+    """Runs of one hub process: any owner but the current one is gone (a restart), so nobody else is alive."""
+
+    def __init__(self, db: SqliteDb) -> None:
+        self._run = db.run
+
+    async def save(self, record: RunRecord) -> None:
+        row = (record.run_id, record.status, record.owner, record.updated_at, json.dumps(record.to_json()))
+        await self._run(lambda db: db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", row))
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        def read(db: sqlite3.Connection) -> Any:
+            return db.execute("SELECT data FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+
+        row = await self._run(read)
+        return None if row is None else RunRecord.from_json(json.loads(row[0]))
+
+    async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
+        def cas(db: sqlite3.Connection) -> bool:
+            row = db.execute(
+                "SELECT data FROM runs WHERE run_id = ? AND owner = ?", (run_id, expected_owner)
+            ).fetchone()
+            if row is None:
+                return False
+            data = {**json.loads(row[0]), "owner": owner}
+            db.execute("UPDATE runs SET owner = ?, data = ? WHERE run_id = ?", (owner, json.dumps(data), run_id))
+            return True
+
+        return await self._run(cas)
+
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        def read(db: sqlite3.Connection) -> list[Any]:
+            return db.execute(
+                "SELECT data FROM runs WHERE status IN ('running', 'paused') AND owner != ? LIMIT ?",
+                (other_than, limit),
+            ).fetchall()
+
+        return [RunRecord.from_json(json.loads(row[0])) for row in await self._run(read)]
+
+    async def purge(self, finished_before: float) -> int:
+        def delete(db: sqlite3.Connection) -> int:
+            cursor = db.execute(
+                "DELETE FROM runs WHERE run_id IN "
+                "(SELECT run_id FROM runs WHERE status = 'finished' AND updated_at < ? LIMIT ?)",
+                (finished_before, PURGE_BATCH),
+            )
+            return cursor.rowcount
+
+        return await self._run(delete)
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        return None
+
+    async def alive(self, owner: str) -> bool:
+        return False

@@ -1,0 +1,42 @@
+"""The SQLite file's tables, one per record kind: files written by earlier hubs hold these names and columns."""
+
+from __future__ import annotations
+
+PURGE_BATCH = 2000
+"""Rows one purge deletes at most: it runs on the event loop, so a backlog goes a batch per sweep (every few s)."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS elicitations (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    resolved_at REAL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS elicitations_pending ON elicitations (state, expires_at);
+CREATE INDEX IF NOT EXISTS elicitations_resolved ON elicitations (resolved_at);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    data TEXT NOT NULL
+);
+DROP INDEX IF EXISTS runs_unfinished;
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, updated_at);
+CREATE TABLE IF NOT EXISTS conversations (
+    key TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    active INTEGER NOT NULL,
+    updated_at REAL NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS conversations_idle ON conversations (active, updated_at);
+CREATE TABLE IF NOT EXISTS events (
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (key, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vault (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at REAL);
+"""
