@@ -137,7 +137,9 @@ def test_a_client_that_cannot_open_links_is_not_sent_one_and_nothing_stays_open(
         call = {"name": "assistant", "arguments": {"message": "/call tracker.list_issues {}"}}
         _, reply = rpc(client, session, "tools/call", call, 2)
     result = reply["result"]
-    assert "Authentication required but not provided." in result["content"][0]["text"]
+    said = result["content"][0]["text"]
+    assert "Tool tracker.list_issues requires user authentication." in said
+    assert "This MCP client did not declare the elicitation capability (url mode)" in said  # the mode it lacks
     with auth_hub.client() as chat:
         assert chat.get("/healthz").json()["pendingElicitations"] == 0
 

@@ -54,6 +54,7 @@ class RunRecord:
     status: RunStatus = "running"
     owner: str = ""  # the instance that runs it
     surface: str = "chat"  # where its person is (chat, mcp, a2a, slack)
+    modes: list[str] = field(default_factory=lambda: ["form", "url"])  # the questions their client can show
     updated_at: float = 0.0
 
     def to_json(self) -> dict[str, Any]:

@@ -35,6 +35,8 @@ class Caller:
     user_id: str | None
     supports_elicitation: bool = False
     surface: str = "chat"
+    modes: frozenset[str] = frozenset({"form", "url"})
+    """The question modes the client can show (an MCP client declares them)."""
     """chat, mcp, a2a or slack: a tool that cannot ask its person says what to change in these words."""
 
 
@@ -123,6 +125,7 @@ class Conversations:
             owner=self.instance,
             updated_at=time.time(),
             surface=caller.surface,
+            modes=sorted(caller.modes),
         )
         self._start(run, resumed=False)
         return Sent(conversation_id, run_id, after)

@@ -55,6 +55,7 @@ class Showing:
             self.agent_path,
             record.run_id,
             record.surface,
+            frozenset(record.modes),
         )
 
 

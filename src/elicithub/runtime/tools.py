@@ -28,6 +28,8 @@ class CallContext:
     caller_run_id: str | None = None
     surface: str = "chat"
     """Where the person is (chat, mcp, a2a, slack): what a tool that cannot ask them tells them depends on it."""
+    modes: frozenset[str] = frozenset({"form", "url"})
+    """The kinds of question their client can show (an MCP client declares them)."""
 
     @property
     def calling_run(self) -> str:
@@ -38,6 +40,10 @@ class CallContext:
     def can_ask(self) -> bool:
         # Elicitation needs an interactive, identified user: only they may answer.
         return self.supports_elicitation and self.user_id is not None and self.asker is not None
+
+    def can_show(self, mode: str) -> bool:
+        """Whether a question of this mode (form, url) can be asked of the person."""
+        return self.can_ask and mode in self.modes
 
 
 def cannot_ask(context: CallContext, needs: str, mode: str) -> str:

@@ -107,7 +107,7 @@ class McpSurface:
         if user is None:
             raise MCPError(mt.INVALID_REQUEST, "No user: send a bearer token of one of the hub's users.")
         modes = _modes(ctx.client_capabilities)
-        caller = Caller(user, supports_elicitation=bool(modes), surface="mcp")
+        caller = Caller(user, supports_elicitation=bool(modes), surface="mcp", modes=frozenset(modes))
         try:
             if ctx.request_state is not None:
                 return await self._retry(caller, RoundState.load(ctx.request_state), ctx, arguments)

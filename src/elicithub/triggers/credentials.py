@@ -76,7 +76,7 @@ class CredentialGate:
                     f"The hub has no credential for {server.display_name}: set ${server.credential_env}."
                 )
             return f"Bearer {token}"
-        if not context.can_ask or context.user_id is None:
+        if not context.can_show("url") or context.user_id is None:
             raise CredentialRefused(needs_connection(server, tool, context))
         user_id = context.user_id
         if step_up is not None:

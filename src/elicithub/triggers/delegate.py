@@ -69,6 +69,7 @@ class DelegateTrigger:
             agent=self.agent.id,
             updated_at=time.time(),
             surface=context.surface,
+            modes=sorted(context.modes),
         )
         await self.runs.save(child)
         if context.asker is not None:

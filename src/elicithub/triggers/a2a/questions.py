@@ -73,9 +73,9 @@ def _is_http(url: str) -> bool:
 
 def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout_s: float) -> Round:
     """The hub's questions for a task waiting in input-required or auth-required."""
-    if not context.can_ask or context.user_id is None:
+    mode = "url" if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED else "form"
+    if not context.can_show(mode) or context.user_id is None:
         needs = f"The A2A agent {agent.id} needs input from the user ({status_text(task)!r})"
-        mode = "url" if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED else "form"
         raise Refused(cannot_ask(context, needs, mode))
     common: dict[str, Any] = {
         "conversation_id": context.conversation_id,

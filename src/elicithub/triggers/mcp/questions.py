@@ -40,9 +40,10 @@ class Question:
 
     def build(self, params: mt.ElicitRequestParams) -> Elicitation:
         name = f"{self.server_id}.{self.tool}"
-        if not self.context.can_ask or self.context.user_id is None:
+        mode = "url" if isinstance(params, mt.ElicitRequestURLParams) else "form"
+        if not self.context.can_show(mode) or self.context.user_id is None:
             needs = f"Tool {name} needs input from the user ({params.message!r})"
-            raise Refused(cannot_ask(self.context, needs, params.mode))
+            raise Refused(cannot_ask(self.context, needs, mode))
         common: dict[str, Any] = {
             "conversation_id": self.context.conversation_id,
             "user_id": self.context.user_id,
