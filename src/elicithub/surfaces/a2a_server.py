@@ -112,7 +112,7 @@ class A2aSurface:
         task = await self.tasks.get(message.task_id, context)
         if task is None or task.status.state not in INTERRUPTED:
             return
-        for elicitation_id, answer in await self._answers(caller, message, asked_by(task)):
+        for elicitation_id, answer in await self._answers(caller, message, _asked_by(task)):
             try:
                 await self.conversations.answer(caller, elicitation_id, answer)
             except InvalidContent as exc:
@@ -156,7 +156,7 @@ class A2aSurface:
         task = await self.tasks.get(task_id, context)
         if task is None:
             return
-        for elicitation in await self.conversations.open_questions(caller, asked_by(task)):
+        for elicitation in await self.conversations.open_questions(caller, _asked_by(task)):
             with contextlib.suppress(HubError):
                 await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
 
@@ -243,7 +243,7 @@ class _Executor(AgentExecutor):
             # The task's answers were taken before it moved; part of the round may still be unanswered.
             paused = paused_at(task)
             run_id, after = str(paused["runId"]), int(paused["after"])
-            stopped = await driver.resume(context.context_id, run_id, asked_by(task), after, show, updater.start_work)
+            stopped = await driver.resume(context.context_id, run_id, _asked_by(task), after, show, updater.start_work)
         if isinstance(stopped, Ended):
             if stopped.error:
                 await updater.failed(updater.new_agent_message([new_text_part(stopped.text)]))
@@ -288,7 +288,7 @@ def paused_at(task: Task) -> dict[str, Any]:
     return paused if isinstance(paused, dict) else {}
 
 
-def asked_by(task: Task) -> list[str]:
+def _asked_by(task: Task) -> list[str]:
     """The questions of the round an interrupted task waits on."""
     return [str(i) for i in paused_at(task).get("elicitationIds", [])]
 
