@@ -122,8 +122,7 @@ async def events_until(followed: AsyncIterator[tuple[int, StreamEvent]], kind: t
 async def started(hub: Instance, caller: Caller, conversation: str | None, text: str) -> tuple[str, Any]:
     sent = await hub.conversations.send(caller, conversation, text)
     followed = await hub.conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
-    assert followed is not None
-    return sent.conversation_id, followed[1]
+    return sent.conversation_id, followed.events
 
 
 async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(backend: Backend) -> None:
@@ -144,7 +143,7 @@ async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(back
         record = await hub.conversations.get(ALICE, conversation)
         assert record.active_run_id is None
         assert [m["role"] for m in record.messages] == ["user", "assistant", "tool", "assistant"]
-        assert await hub.conversations.follow(ALICE, conversation) is None  # nothing runs: reattach gets 204
+        assert await hub.conversations.reattach(ALICE, conversation) is None  # nothing runs: reattach gets 204
 
 
 async def test_a_second_message_cancels_the_question_and_runs_without_waiting(backend: Backend) -> None:
@@ -238,9 +237,9 @@ async def test_another_instance_follows_answers_and_sees_the_continuation(tmp_pa
     try:
         async with instance(backend, "hub-a") as a, instance(backend, "hub-b") as b:
             conversation, _ = await started(a, ALICE, "chat-4", ASK)
-            followed = await b.conversations.follow(ALICE, conversation)  # a reader on B, from the run's start
+            followed = await b.conversations.reattach(ALICE, conversation)  # a reader on B, from the run's start
             assert followed is not None
-            _, on_b = followed
+            on_b = followed.events
             before = await events_until(on_b, RunPaused)
             asked = next(e for e in before if isinstance(e, ElicitationRequested))
             assert isinstance(before[0], RunStarted)
@@ -262,10 +261,10 @@ async def test_a_restarted_instance_continues_its_paused_run(tmp_path: Path) -> 
         # hub-a stopped (its run cancelled, its question kept open); it starts again under the same name.
         async with instance(backend, "hub-a") as again:
             assert await again.conversations.recover() == 1
-            followed = await again.conversations.follow(ALICE, conversation)
+            followed = await again.conversations.reattach(ALICE, conversation)
             assert followed is not None
             await again.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
-            assert TextDelta("accepted: eu") in await events_until(followed[1], RunFinished)
+            assert TextDelta("accepted: eu") in await events_until(followed.events, RunFinished)
             assert again.tools.calls == 1  # a rerun of the call: asked again, answered from the store
     finally:
         await backend.close()
@@ -296,11 +295,10 @@ async def finished_run(hub: Instance, conversation: str) -> tuple[str, list[tupl
     """A run that asked, was answered and has finished (its reader saw RunFinished): its id and numbered events."""
     sent = await hub.conversations.send(ALICE, conversation, ASK)
     followed = await hub.conversations.follow(ALICE, conversation, run_id=sent.run_id, after=sent.after)
-    assert followed is not None
-    seen = await numbered_until(followed[1], RunPaused)
+    seen = await numbered_until(followed.events, RunPaused)
     asked = next(e for _, e in seen if isinstance(e, ElicitationRequested))
     await hub.conversations.answer(ALICE, asked.elicitation.id, Answer("accept", {"region": "eu"}))
-    seen += await numbered_until(followed[1], RunFinished)
+    seen += await numbered_until(followed.events, RunFinished)
     assert isinstance(seen[-1][1], RunFinished)
     return sent.run_id, seen
 
@@ -310,9 +308,9 @@ async def test_a_reader_back_after_the_run_finished_gets_the_rest_through_the_fi
         run_id, seen = await finished_run(hub, "chat-back")
         assert (await hub.conversations.get(ALICE, "chat-back")).active_run_id is None
         paused_at = next(seq for seq, e in seen if isinstance(e, RunPaused))
-        followed = await hub.conversations.follow(ALICE, "chat-back", resume=(run_id, paused_at))
-        assert followed is not None and followed[0] == run_id
-        rest = await numbered_until(followed[1], RunFinished)
+        followed = await hub.conversations.reattach(ALICE, "chat-back", resume=(run_id, paused_at))
+        assert followed is not None and followed.run_id == run_id
+        rest = await numbered_until(followed.events, RunFinished)
         assert rest == [(seq, e) for seq, e in seen if seq > paused_at]
         assert TextDelta("accepted: eu") in [e for _, e in rest]
 
@@ -320,11 +318,11 @@ async def test_a_reader_back_after_the_run_finished_gets_the_rest_through_the_fi
 async def test_a_reader_back_after_the_finish_or_with_a_foreign_id_gets_nothing(every_backend: Backend) -> None:
     async with instance(every_backend) as hub:
         run_id, seen = await finished_run(hub, "chat-done")
-        assert await hub.conversations.follow(ALICE, "chat-done", resume=(run_id, seen[-1][0])) is None
-        assert await hub.conversations.follow(ALICE, "chat-done", resume=("run_other", 1)) is None
-        assert await hub.conversations.follow(ALICE, "chat-done", resume=(run_id, 10_000)) is None
+        assert await hub.conversations.reattach(ALICE, "chat-done", resume=(run_id, seen[-1][0])) is None
+        assert await hub.conversations.reattach(ALICE, "chat-done", resume=("run_other", 1)) is None
+        assert await hub.conversations.reattach(ALICE, "chat-done", resume=(run_id, 10_000)) is None
         with pytest.raises(ConversationNotFound):  # another user's conversation stays unknown, id or not
-            await hub.conversations.follow(BOB, "chat-done", resume=(run_id, 1))
+            await hub.conversations.reattach(BOB, "chat-done", resume=(run_id, 1))
 
 
 async def test_a_reader_back_after_the_finish_follows_the_run_that_came_next(backend: Backend) -> None:
@@ -332,9 +330,9 @@ async def test_a_reader_back_after_the_finish_follows_the_run_that_came_next(bac
         run_id, seen = await finished_run(hub, "chat-next")
         _, events = await started(hub, ALICE, "chat-next", ASK)
         await events_until(events, RunPaused)
-        followed = await hub.conversations.follow(ALICE, "chat-next", resume=(run_id, seen[-1][0]))
-        assert followed is not None and followed[0] != run_id
-        replayed = [e for _, e in await numbered_until(followed[1], RunPaused)]
+        followed = await hub.conversations.reattach(ALICE, "chat-next", resume=(run_id, seen[-1][0]))
+        assert followed is not None and followed.run_id != run_id
+        replayed = [e for _, e in await numbered_until(followed.events, RunPaused)]
         assert isinstance(replayed[0], RunStarted) and ElicitationRequested in [type(e) for e in replayed]
 
 
@@ -343,11 +341,11 @@ async def test_a_run_whose_rest_the_log_no_longer_keeps_is_not_replayed_with_a_g
     try:
         async with instance(backend) as hub:
             run_id, seen = await finished_run(hub, "chat-trimmed")
-            assert await hub.conversations.follow(ALICE, "chat-trimmed", resume=(run_id, seen[0][0])) is None
+            assert await hub.conversations.reattach(ALICE, "chat-trimmed", resume=(run_id, seen[0][0])) is None
             kept = await backend.events.last(conversation_key("alice", "chat-trimmed")) - 4  # all that follows it
-            followed = await hub.conversations.follow(ALICE, "chat-trimmed", resume=(run_id, kept))
+            followed = await hub.conversations.reattach(ALICE, "chat-trimmed", resume=(run_id, kept))
             assert followed is not None
-            assert await numbered_until(followed[1], RunFinished) == [(q, e) for q, e in seen if q > kept]
+            assert await numbered_until(followed.events, RunFinished) == [(q, e) for q, e in seen if q > kept]
     finally:
         await backend.close()
 
@@ -364,11 +362,11 @@ async def test_another_instance_replays_a_run_that_finished_on_the_first(
         async with instance(first, "hub-a") as a, instance(second, "hub-b") as b:
             run_id, seen = await finished_run(a, "chat-moved")
             asked_at = next(seq for seq, e in seen if isinstance(e, ElicitationRequested))
-            followed = await b.conversations.follow(ALICE, "chat-moved", resume=(run_id, asked_at))
+            followed = await b.conversations.reattach(ALICE, "chat-moved", resume=(run_id, asked_at))
             assert followed is not None
-            rest = await numbered_until(followed[1], RunFinished)
+            rest = await numbered_until(followed.events, RunFinished)
             assert rest == [(seq, e) for seq, e in seen if seq > asked_at]
-            assert await b.conversations.follow(ALICE, "chat-moved", resume=(run_id, seen[-1][0])) is None
+            assert await b.conversations.reattach(ALICE, "chat-moved", resume=(run_id, seen[-1][0])) is None
     finally:
         await first.close()
         if second is not first:

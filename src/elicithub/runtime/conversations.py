@@ -1,4 +1,5 @@
-"""The Conversations service: send, answer, follow, pending — the one API every surface calls.
+"""The Conversations service: send, answer, follow, pending and the questions' own operations — the one API every
+surface and page calls.
 
 A conversation lives in the store, scoped to its user; it has at most one active run (compare-and-set on the
 record), whose events go to the conversation's log in the store. So any instance can take a message, an answer
@@ -9,19 +10,20 @@ after a restart).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.elicitation import Answer, Elicitation, State, new_id, utcnow
+from elicithub.core.elicitation import Answer, Elicitation, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.events import StreamEvent, ToolCallStarted
 from elicithub.core.ids import check_conversation_id
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
-from elicithub.errors import ConversationNotFound
+from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.stream import RunStream
 
@@ -62,7 +64,21 @@ class Answered:
     call: ToolCallStarted | None = None
 
 
-Followed = AsyncIterator[tuple[int, StreamEvent]]
+Followed = AsyncGenerator[tuple[int, StreamEvent], None]
+
+
+@dataclass(frozen=True)
+class Following:
+    """A run being read: its id, and its events as they come, each with its position in the conversation's log.
+    A reader that stops early closes `events` (`aclose`), so the run no longer counts it."""
+
+    run_id: str
+    events: Followed
+
+
+def is_open(elicitation: Elicitation) -> bool:
+    """Whether a question still waits for an answer: pending, and not past its deadline."""
+    return elicitation.state is State.PENDING and not elicitation.is_due(utcnow())
 
 
 class Conversations:
@@ -83,7 +99,7 @@ class Conversations:
         and the showing moves with the run (a restart, a takeover)."""
         self._watchers.append(watcher)
 
-    # -- the four operations
+    # -- conversations and their runs
 
     async def send(
         self,
@@ -146,29 +162,25 @@ class Conversations:
             call = ToolCallStarted(made["id"], made["name"], made["arguments"])
         return Answered(resolution, elicitation.conversation_id, elicitation.run_id, after, followed, call)
 
-    async def follow(
-        self,
-        caller: Caller,
-        conversation_id: str,
-        *,
-        run_id: str | None = None,
-        after: int | None = None,
-        resume: tuple[str, int] | None = None,
-    ) -> tuple[str, Followed] | None:
-        """A run's events as they come, up to its end: `run_id`'s after `after`; or else, for a reader coming
-        back, the rest of the run `resume` names after its position (whether that run still goes on or has ended
-        since, as long as the log keeps the rest), or the active run's from its start. None when none of these
-        has anything to give."""
+    async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:
+        """`run_id`'s events after position `after`, as they come, up to its end."""
         conversation = await self.get(caller, conversation_id)
+        return Following(run_id, self._follow(conversation.key, run_id, after, "chat"))
+
+    async def reattach(
+        self, caller: Caller, conversation_id: str, resume: tuple[str, int] | None = None
+    ) -> Following | None:
+        """For a reader coming back: the rest of the run `resume` names after its position (whether that run still
+        goes on or has ended since, as long as the log keeps the rest), or else the active run's events from its
+        start. None when neither has anything to give."""
+        conversation = await self.get(caller, conversation_id)
+        run_id = conversation.active_run_id
+        if resume is not None and resume[0] != run_id and await self.stream.holds(conversation.key, *resume):
+            return Following(resume[0], self._follow(conversation.key, resume[0], resume[1], "reattached"))
         if run_id is None:
-            run_id = conversation.active_run_id
-            if resume is not None and resume[0] != run_id and await self.stream.holds(conversation.key, *resume):
-                return resume[0], self._follow(conversation.key, resume[0], resume[1], "reattached")
-            if run_id is None:
-                return None
-            after = resume[1] if resume is not None and resume[0] == run_id else conversation.active_run_after
-            return run_id, self._follow(conversation.key, run_id, after, "reattached")
-        return run_id, self._follow(conversation.key, run_id, after or 0, "chat")
+            return None
+        after = resume[1] if resume is not None and resume[0] == run_id else conversation.active_run_after
+        return Following(run_id, self._follow(conversation.key, run_id, after, "reattached"))
 
     async def pending(self, caller: Caller, conversation_id: str) -> list[Elicitation]:
         """The questions the conversation's run waits on now, oldest first."""
@@ -178,9 +190,7 @@ class Conversations:
         run = await self.backend.runs.get(conversation.active_run_id)
         if run is None or run.pause is None:
             return []
-        now = utcnow()
-        found = [await self.backend.elicitations.get(i) for i in run.pause.elicitation_ids.values()]
-        waiting = [e for e in found if e is not None and e.state is State.PENDING and not e.is_due(now)]
+        waiting = await self.open_questions(caller, run.pause.elicitation_ids.values())
         return sorted(waiting, key=lambda e: e.created_at)
 
     async def get(self, caller: Caller, conversation_id: str) -> ConversationRecord:
@@ -190,6 +200,57 @@ class Conversations:
         if conversation is None:
             raise ConversationNotFound(conversation_id)
         return conversation
+
+    # -- questions, as their person sees them
+
+    async def question(self, caller: Caller, elicitation_id: str) -> Elicitation:
+        """The caller's question; to anyone else it does not exist (ElicitationNotFound)."""
+        return await self.broker.lookup(elicitation_id, caller.user_id)
+
+    async def open_questions(self, caller: Caller, elicitation_ids: Iterable[str]) -> list[Elicitation]:
+        """Those of the caller's questions `elicitation_ids` that still wait for an answer, in that order."""
+        found = []
+        for elicitation_id in elicitation_ids:
+            with contextlib.suppress(ElicitationNotFound):
+                elicitation = await self.question(caller, elicitation_id)
+                if is_open(elicitation):
+                    found.append(elicitation)
+        return found
+
+    async def check(self, caller: Caller, elicitation_id: str, answer: Answer) -> Elicitation:
+        """Whether `answer` fits the caller's question, without taking it: the question, or InvalidContent with
+        one error per field (a client that sends several answers at once has all of them checked first)."""
+        elicitation = await self.question(caller, elicitation_id)
+        decision = decide(elicitation, answer, utcnow())
+        if isinstance(decision, Invalid):
+            raise InvalidContent(elicitation_id, decision.errors)
+        return elicitation
+
+    async def wait(self, caller: Caller, elicitation_id: str) -> Resolution:
+        """Wait for the caller's question to end, however it ends (a sign-in completes on the hosted pages)."""
+        await self.question(caller, elicitation_id)
+        return await self.broker.wait(elicitation_id)
+
+    async def cancel(self, caller: Caller, elicitation_id: str) -> Resolution:
+        """End the caller's question without an answer (its client cannot show it); the outcome it ends with."""
+        await self.question(caller, elicitation_id)
+        return await self.broker.end(elicitation_id, State.CANCELLED)
+
+    async def sign_in_question(self, elicitation_id: str) -> Elicitation | None:
+        """The question a hosted sign-in link names, whoever's it is: the page learns whose it may show it to from
+        the link's signature, and shows it to nobody else."""
+        return await self.backend.elicitations.get(elicitation_id)
+
+    async def complete_sign_in(self, elicitation: Elicitation, connected: bool) -> Outcome:
+        """A sign-in finished at the provider (connected or not), taken as its person's answer; the outcome its
+        question ends with (an answer that came first, or its deadline, wins)."""
+        answer = Answer("accept" if connected else "decline")
+        try:
+            answered = await self.answer(Caller(elicitation.user_id), elicitation.id, answer)
+        except HubError:
+            current = await self.sign_in_question(elicitation.id)
+            return current.outcome if current is not None and current.outcome else "expired"
+        return answered.resolution.outcome
 
     # -- runs on this instance
 

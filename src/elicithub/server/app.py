@@ -15,12 +15,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicithub import __version__
-from elicithub.auth import pages
 from elicithub.config import Config
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, NotFound, PayloadTooLarge
 from elicithub.server import routes, web
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
+from elicithub.surfaces import field_errors
 
 STATUSES: list[tuple[type[HubError], int]] = [
     (PayloadTooLarge, 413),
@@ -86,7 +86,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.include_router(routes.router)
     for surface in hub.surfaces:
         app.router.routes.extend(surface.routes)
-    app.include_router(pages.router)
+    app.include_router(hub.sign_in_pages.router)
     redact_access_log()
     app.include_router(web.router)
     app.mount(web.STATIC_PATH, web.static_files(), name="static")
@@ -95,8 +95,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     async def _hub_error(_: Request, exc: HubError) -> JSONResponse:
         status = next((s for kind, s in STATUSES if isinstance(exc, kind)), 500)
         if isinstance(exc, InvalidContent):
-            fields = [{"field": e.field, "message": e.message} for e in exc.errors]
-            return error(status, exc.code, str(exc), fields=fields)
+            return error(status, exc.code, str(exc), fields=field_errors(exc))
         return error(status, exc.code, str(exc))
 
     @app.exception_handler(RequestValidationError)

@@ -16,6 +16,7 @@ from elicithub import telemetry
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
+from elicithub.auth.pages import SignInPages
 from elicithub.auth.vault import Vault
 from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.core.broker import Broker
@@ -114,9 +115,11 @@ class Hub:
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
+        self.sign_in_pages = SignInPages(
+            config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets
+        )
         self.mcp = McpSurface(
             self.conversations,
-            self.broker,
             Tickets(self.backend.kv),
             self.identity.user_for,
             self.keys.derive("mcp-request-state"),
@@ -126,7 +129,6 @@ class Hub:
         )
         self.a2a = A2aSurface(
             self.conversations,
-            self.broker,
             HubTaskStore(self.backend.kv, config.conversations.retention_s),
             self.identity.user_for,
             config.public_url,
@@ -137,7 +139,6 @@ class Hub:
             SlackSurface(
                 config.slack,
                 self.conversations,
-                self.broker,
                 self.backend.kv,
                 self.links,
                 config.public_url,

@@ -186,9 +186,7 @@ async def _chat(
         writer = make_writer(sent.run_id)
         followed = await conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
         first = []
-    assert followed is not None
-    run_id, events = followed
-    return sse(writer, run_id, events, keepalive_s=keepalive, headers=headers, first=first)
+    return sse(writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, first=first)
 
 
 def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) -> str | ElicitationResponse:
@@ -279,10 +277,9 @@ async def reattach(
     """Read a run again (UI message stream): after `Last-Event-ID` the rest of the run it names, through its
     end even when that came meanwhile; else the active run from its start; 204 when neither has anything."""
     resume = parse_event_id(last_event_id)
-    followed = await hub.conversations.follow(caller, conversation_id, resume=resume)
+    followed = await hub.conversations.reattach(caller, conversation_id, resume)
     if followed is None:
         return Response(status_code=204)
-    run_id, events = followed
     headers = {**UI_HEADERS, "x-conversation-id": conversation_id}
-    writer = UIMessageStreamWriter(run_id)
-    return sse(writer, run_id, events, keepalive_s=hub.config.streams.keepalive_s, headers=headers)
+    writer = UIMessageStreamWriter(followed.run_id)
+    return sse(writer, followed.run_id, followed.events, keepalive_s=hub.config.streams.keepalive_s, headers=headers)

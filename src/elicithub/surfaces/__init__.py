@@ -6,14 +6,16 @@ and a lifespan the app runs. Adding one is listing it in `Hub.surfaces`; routes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicithub.core import jsonwire
 from elicithub.core.events import StreamEvent, TextDelta, ToolCallFinished
+from elicithub.errors import InvalidContent
 
 
 class Surface(Protocol):
@@ -50,15 +52,41 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-class AsgiEndpoint:
-    """An ASGI app as a route's endpoint: Starlette hands an object (not a function) the raw request, so a protocol
-    server's own app can answer it."""
+def user_of(headers: Mapping[str, str] | None, user_for: Callable[[str], str | None]) -> str | None:
+    """The hub user whose bearer token a request carries; None without one, or with a token of nobody."""
+    token = bearer_token(headers.get("authorization") if headers is not None else None)
+    return user_for(token) if token else None
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+
+def sdk_endpoint(routes: Iterable[BaseRoute], path: str) -> ASGIApp:
+    """The ASGI app a protocol SDK serves `path` with among the routes it made, to mount behind our own route."""
+    return next(r for r in routes if isinstance(r, Route) and r.path == path).app
+
+
+class BearerGate:
+    """A protocol server's endpoint that only the hub's users reach: anyone else gets 401 with a bearer challenge.
+    An object, not a function, so Starlette hands it the raw request for the SDK's own app to answer."""
+
+    def __init__(self, endpoint: ASGIApp, user_for: Callable[[str], str | None]) -> None:
+        self.endpoint = endpoint
+        self.user_for = user_for
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if user_of(headers, self.user_for) is None:
+            await unauthorized(send, invalid_token="authorization" in headers)
+            return
+        await self.endpoint(scope, receive, send)
+
+
+def field_errors(exc: InvalidContent) -> list[dict[str, str]]:
+    """An answer's content refused: one `{field, message}` per field, as every surface reports it."""
+    return [{"field": e.field, "message": e.message} for e in exc.errors]
+
+
+def refusal(exc: InvalidContent) -> str:
+    """The refusal in one line, each field's problem named, for a protocol error that carries only a message."""
+    return f"{exc} " + "; ".join(f"{e.field}: {e.message}" for e in exc.errors)
 
 
 class FiniteNumbers:

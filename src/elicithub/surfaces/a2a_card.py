@@ -21,7 +21,7 @@ from a2a.utils.errors import InvalidRequestError
 from starlette.requests import Request
 
 from elicithub.runtime.conversations import Caller
-from elicithub.surfaces import bearer_token
+from elicithub.surfaces import user_of
 
 
 class HubUser(User):
@@ -44,8 +44,7 @@ class Identity(DefaultServerCallContextBuilder):
         self.user_for = user_for
 
     def build_user(self, request: Request) -> User:
-        token = bearer_token(request.headers.get("authorization"))
-        user = self.user_for(token) if token else None
+        user = user_of(request.headers, self.user_for)
         return HubUser(user) if user is not None else UnauthenticatedUser()
 
 

@@ -36,17 +36,16 @@ from a2a.types import (
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Answer, Elicitation, State
-from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, request_event
+from elicithub.core.elicitation import Answer, Elicitation
+from elicithub.core.events import request_event
 from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsonwire import whole_numbers
-from elicithub.errors import AlreadyResolved, BadRequest, ElicitationNotFound, HubError, InvalidContent
+from elicithub.errors import AlreadyResolved, BadRequest, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import AsgiEndpoint, FiniteNumbers, bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces import BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
+from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
 TERMINAL = (
@@ -65,25 +64,23 @@ class A2aSurface:
     def __init__(
         self,
         conversations: Conversations,
-        broker: Broker,
         tasks: TaskStore,
         user_for: Callable[[str], str | None],
         public_url: str,
         agents: dict[str, str],
     ) -> None:
         self.conversations = conversations
-        self.broker = broker
         self.tasks = tasks
         self.user_for = user_for
         self.agents = agents
         self.card = agent_card(public_url, agents)
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
         rpc = create_jsonrpc_routes(self.handler, "/a2a", Identity(user_for), enable_v0_3_compat=True)
-        endpoint = next(r for r in rpc if isinstance(r, Route) and r.path == "/a2a")
-        self._endpoint: ASGIApp = FiniteNumbers(endpoint.app, status=200)  # a2a-sdk answers parse errors with 200
+        # a2a-sdk answers parse errors with HTTP 200; a body with a number JSON cannot carry gets the same.
+        gate = BearerGate(FiniteNumbers(sdk_endpoint(rpc, "/a2a"), status=200), user_for)
         self._routes: list[BaseRoute] = [
             *create_agent_card_routes(self.card),
-            Route("/a2a", AsgiEndpoint(self._gate), methods=["POST"], include_in_schema=False),
+            Route("/a2a", gate, methods=["POST"], include_in_schema=False),
         ]
 
     @property
@@ -101,14 +98,6 @@ class A2aSurface:
         """The agent a message asks for (its metadata's `agent`), else the first (the default)."""
         return requested if isinstance(requested, str) and requested in self.agents else next(iter(self.agents))
 
-    async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        token = bearer_token(headers.get("authorization"))
-        if token is None or self.user_for(token) is None:
-            await unauthorized(send, invalid_token="authorization" in headers)
-            return
-        await self._endpoint(scope, receive, send)
-
     # -- answers, taken before the task moves
 
     async def take_answer(self, message: Message, context: ServerCallContext) -> None:
@@ -124,14 +113,11 @@ class A2aSurface:
         task = await self.tasks.get(message.task_id, context)
         if task is None or task.status.state not in INTERRUPTED:
             return
-        asked = [str(i) for i in paused_at(task).get("elicitationIds", [])]
-        for elicitation_id, answer in await self._answers(caller, message, asked):
+        for elicitation_id, answer in await self._answers(caller, message, _asked_by(task)):
             try:
                 await self.conversations.answer(caller, elicitation_id, answer)
             except InvalidContent as exc:
-                fields = [{"field": e.field, "message": e.message} for e in exc.errors]
-                problems = "; ".join(f"{e.field}: {e.message}" for e in exc.errors)
-                raise InvalidParamsError(message=f"{exc} {problems}", data={"fields": fields}) from None
+                raise InvalidParamsError(message=refusal(exc), data={"fields": field_errors(exc)}) from None
             except AlreadyResolved:
                 pass  # answered already (here or elsewhere): the run goes on with that
             except HubError as exc:
@@ -157,7 +143,7 @@ class A2aSurface:
                 answers.append((response["elicitationId"], Answer(action, whole_numbers(content))))
             return answers
         text = get_message_text(message)
-        forms = [e for e in await self.waiting(caller, asked) if e.mode == "form"]
+        forms = [e for e in await self.conversations.open_questions(caller, asked) if e.mode == "form"]
         field = _only_string_field(forms[0]) if len(forms) == 1 else None
         if field is None or not text:
             raise InvalidParamsError(
@@ -171,18 +157,9 @@ class A2aSurface:
         task = await self.tasks.get(task_id, context)
         if task is None:
             return
-        for elicitation in await self.waiting(caller, [str(i) for i in paused_at(task).get("elicitationIds", [])]):
+        for elicitation in await self.conversations.open_questions(caller, _asked_by(task)):
             with contextlib.suppress(HubError):
                 await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
-
-    async def waiting(self, caller: Caller, ids: list[str]) -> list[Elicitation]:
-        waiting = []
-        for elicitation_id in ids:
-            with contextlib.suppress(ElicitationNotFound):
-                elicitation = await self.broker.lookup(elicitation_id, caller.user_id)
-                if elicitation.state is State.PENDING:
-                    waiting.append(elicitation)
-        return waiting
 
 
 class _Handler(DefaultRequestHandler):
@@ -247,9 +224,10 @@ class _Executor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         surface = self.surface
-        caller = caller_of(context.call_context)
+        driver = PauseDriver(surface.conversations, caller_of(context.call_context))
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        show = _interrupting(updater)
         task = context.current_task
         if task is None:
             assert context.message is not None
@@ -259,50 +237,20 @@ class _Executor(AgentExecutor):
             await updater.start_work()
             agent = context.metadata.get("agent") if context.metadata else None
             sent = await surface.conversations.send(
-                caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
+                driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
             )
-            run_id, after = sent.run_id, sent.after
+            stopped = await driver.follow(context.context_id, sent.run_id, sent.after, show, updater.start_work)
         else:
+            # The task's answers were taken before it moved; part of the round may still be unanswered.
             paused = paused_at(task)
             run_id, after = str(paused["runId"]), int(paused["after"])
-            waiting = await surface.waiting(caller, [str(i) for i in paused.get("elicitationIds", [])])
-            if waiting:  # part of the round is still unanswered: ask for the rest
-                await _interrupt(updater, waiting, run_id, after)
-                return
-            await updater.start_work()
-        await self._follow(caller, updater, context.context_id, run_id, after)
-
-    async def _follow(
-        self, caller: Caller, updater: TaskUpdater, conversation_id: str, run_id: str, after: int
-    ) -> None:
-        followed = await self.surface.conversations.follow(caller, conversation_id, run_id=run_id, after=after)
-        assert followed is not None
-        events = followed[1]
-        final: list[str] = []
-        signing_in: set[str] = set()
-        async for seq, event in events:
-            if isinstance(event, RunPaused):
-                waiting = await self.surface.waiting(caller, list(event.elicitation_ids))
-                if not waiting:
-                    continue
-                await _interrupt(updater, waiting, run_id, seq)
-                if any(e.mode == "form" for e in waiting):
-                    await events.aclose()  # type: ignore[attr-defined]
-                    return  # the next message on the task answers
-                signing_in = {e.id for e in waiting}  # out of band: keep the stream open until it completes
-            elif isinstance(event, ElicitationResolved) and event.elicitation_id in signing_in:
-                signing_in.discard(event.elicitation_id)
-                if not signing_in:
-                    await updater.start_work()
-            final = text_after_tools(final, event)
-            if isinstance(event, RunFinished):
-                text = "".join(final)
-                if event.reason == "error":
-                    await updater.failed(updater.new_agent_message([new_text_part(text)]))
-                else:
-                    await updater.add_artifact([new_text_part(text)], name="answer")
-                    await updater.complete()
-                return
+            stopped = await driver.resume(context.context_id, run_id, _asked_by(task), after, show, updater.start_work)
+        if isinstance(stopped, Ended):
+            if stopped.error:
+                await updater.failed(updater.new_agent_message([new_text_part(stopped.text)]))
+            else:
+                await updater.add_artifact([new_text_part(stopped.text)], name="answer")
+                await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.call_context is not None and context.task_id is not None:
@@ -311,18 +259,23 @@ class _Executor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-async def _interrupt(updater: TaskUpdater, waiting: list[Elicitation], run_id: str, after: int) -> None:
-    parts: list[Part] = []
-    for elicitation in waiting:
-        parts.append(new_text_part(_question_text(elicitation)))
-        parts.append(new_data_part({"elicitation": request_event(elicitation)}))
-    state = (
-        TaskState.TASK_STATE_INPUT_REQUIRED
-        if any(e.mode == "form" for e in waiting)
-        else TaskState.TASK_STATE_AUTH_REQUIRED
-    )
-    metadata = {META: {"runId": run_id, "after": after, "elicitationIds": [e.id for e in waiting]}}
-    await updater.update_status(state, updater.new_agent_message(parts), metadata=metadata)
+def _interrupting(updater: TaskUpdater) -> Show:
+    """A pause becomes the task's input-required (a form among its questions: the next message answers) or
+    auth-required state (only sign-ins: they complete out of band, and the stream stays open until they do)."""
+
+    async def interrupt(paused: Paused) -> bool:
+        parts: list[Part] = []
+        for elicitation in paused.questions:
+            parts.append(new_text_part(_question_text(elicitation)))
+            parts.append(new_data_part({"elicitation": request_event(elicitation)}))
+        forms = any(e.mode == "form" for e in paused.questions)
+        state = TaskState.TASK_STATE_INPUT_REQUIRED if forms else TaskState.TASK_STATE_AUTH_REQUIRED
+        ids = [e.id for e in paused.questions]
+        metadata = {META: {"runId": paused.run_id, "after": paused.after, "elicitationIds": ids}}
+        await updater.update_status(state, updater.new_agent_message(parts), metadata=metadata)
+        return not forms
+
+    return interrupt
 
 
 def _question_text(elicitation: Elicitation) -> str:
@@ -334,6 +287,11 @@ def _question_text(elicitation: Elicitation) -> str:
 def paused_at(task: Task) -> dict[str, Any]:
     paused = MessageToDict(task.metadata).get(META) if task.HasField("metadata") else None
     return paused if isinstance(paused, dict) else {}
+
+
+def _asked_by(task: Task) -> list[str]:
+    """The questions of the round an interrupted task waits on."""
+    return [str(i) for i in paused_at(task).get("elicitationIds", [])]
 
 
 def _only_string_field(elicitation: Elicitation) -> str | None:

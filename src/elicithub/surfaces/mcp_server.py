@@ -9,8 +9,9 @@ same call. A client that cannot show questions gets the tool's error at once, li
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import mcp_types as mt
@@ -20,16 +21,14 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub import __version__
-from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Answer, Elicitation, Invalid, State, decide, utcnow
-from elicithub.core.events import RunFinished, RunPaused, StreamEvent, ToolCallFinished
-from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, HubError, InvalidContent
+from elicithub.core.elicitation import Answer, Elicitation
+from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import AsgiEndpoint, FiniteNumbers, bearer_token, text_after_tools, unauthorized
+from elicithub.surfaces import BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
+from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
 MRTR = "2026-07-28"
 
@@ -43,7 +42,6 @@ class McpSurface:
     def __init__(
         self,
         conversations: Conversations,
-        broker: Broker,
         tickets: Tickets,
         user_for: Callable[[str], str | None],
         state_key: bytes,
@@ -53,7 +51,6 @@ class McpSurface:
     ) -> None:
         """`host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
         self.conversations = conversations
-        self.broker = broker
         self.tickets = tickets
         self.user_for = user_for
         security = RequestStateSecurity(
@@ -63,32 +60,15 @@ class McpSurface:
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
         app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
-        endpoint = next(r for r in app.routes if isinstance(r, Route) and r.path == "/mcp")
-        self._endpoint: ASGIApp = FiniteNumbers(endpoint.app, status=400)  # as the SDK answers a parse error
-        # An ASGI app, not a function, so Starlette hands it the raw request.
-        self.routes: list[BaseRoute] = [
-            Route("/mcp", AsgiEndpoint(self._gate), methods=["GET", "POST", "DELETE"], include_in_schema=False)
-        ]
+        # Bodies with numbers JSON cannot carry get the parse error the SDK gives any unparsable body (HTTP 400).
+        gate = BearerGate(FiniteNumbers(sdk_endpoint(app.routes, "/mcp"), status=400), user_for)
+        self.routes: list[BaseRoute] = [Route("/mcp", gate, methods=["GET", "POST", "DELETE"], include_in_schema=False)]
 
     def lifespan(self) -> Any:
         return self.server.session_manager.run()
 
-    # -- identity
-
-    def _user(self, headers: Any) -> str | None:
-        token = bearer_token(headers.get("authorization") if headers is not None else None)
-        return self.user_for(token) if token else None
-
     def _principal(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
-        return self._user(getattr(ctx.request, "headers", None))
-
-    async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Only the hub's users reach the MCP server: anyone else gets 401 with a bearer challenge."""
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self._user(headers) is None:
-            await unauthorized(send, invalid_token="authorization" in headers)
-            return
-        await self._endpoint(scope, receive, send)
+        return user_of(getattr(ctx.request, "headers", None), self.user_for)
 
     # -- the tool
 
@@ -103,156 +83,109 @@ class McpSurface:
     async def _call(
         self, agent: str, arguments: dict[str, Any], ctx: Context
     ) -> mt.CallToolResult | mt.InputRequiredResult:
-        user = self._user(ctx.headers)
+        user = user_of(ctx.headers, self.user_for)
         if user is None:
             raise MCPError(mt.INVALID_REQUEST, "No user: send a bearer token of one of the hub's users.")
         modes = _modes(ctx.client_capabilities)
         caller = Caller(user, supports_elicitation=bool(modes), surface="mcp", modes=frozenset(modes))
+        driver = PauseDriver(self.conversations, caller, lambda e: e.mode in modes)
         try:
             if ctx.request_state is not None:
-                return await self._retry(caller, RoundState.load(ctx.request_state), ctx, arguments)
+                return await self._retry(driver, RoundState.load(ctx.request_state), ctx, arguments, modes)
             sent = await self.conversations.send(caller, arguments["conversationId"], arguments["message"], agent=agent)
-            followed = self._events(caller, sent.conversation_id, sent.run_id, sent.after)
-            if (ctx.protocol_version or "") >= MRTR:
-                return await self._until_paused(caller, sent.conversation_id, followed, arguments, 1, modes)
-            return await self._asking_back(ctx, caller, sent.conversation_id, followed, modes)
+            show = _answered_in_retry if (ctx.protocol_version or "") >= MRTR else self._asking_back(ctx, caller)
+            stopped = await driver.follow(sent.conversation_id, sent.run_id, sent.after, show)
+            return await self._result(caller, sent.conversation_id, stopped, arguments, 1, modes)
         except InvalidContent as exc:
-            fields = [{"field": e.field, "message": e.message} for e in exc.errors]
-            problems = "; ".join(f"{e.field}: {e.message}" for e in exc.errors)
-            raise MCPError(mt.INVALID_PARAMS, f"{exc} {problems}", {"fields": fields}) from None
+            raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
         except HubError as exc:
             raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
 
-    async def _events(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> AsyncIterator[Any]:
-        followed = await self.conversations.follow(caller, conversation_id, run_id=run_id, after=after)
-        assert followed is not None
-        async for item in followed[1]:
-            yield item
-
-    # -- 2026-07-28: rounds returned, and retried
-
-    async def _until_paused(
+    async def _result(
         self,
         caller: Caller,
         conversation_id: str,
-        events: AsyncIterator[tuple[int, StreamEvent]],
+        stopped: Paused | Ended | None,
         arguments: dict[str, Any],
         round_: int,
         modes: set[str],
     ) -> mt.CallToolResult | mt.InputRequiredResult:
-        final: list[str] = []
-        failed = False
-        async for seq, event in events:
-            if isinstance(event, RunPaused):
-                waiting = await self._waiting(caller, list(event.elicitation_ids), modes)
-                if waiting:
-                    await events.aclose()  # type: ignore[attr-defined]
-                    return await self._round(caller, conversation_id, waiting, seq, arguments, round_)
-            final = text_after_tools(final, event)
-            failed = failed or _unasked(event, modes)
-            if isinstance(event, RunFinished):
-                return _result(conversation_id, "".join(final), event.reason == "error" or failed)
-        raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
+        """The call's result where the run stopped: the agent's answer, or (2026-07-28) the round it waits on."""
+        if stopped is None:
+            raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
+        if isinstance(stopped, Paused):
+            return await self._round(caller, conversation_id, stopped, arguments, round_)
+        # A tool failed while this client could not be asked anything: the agent's result is an error (the tool may
+        # have needed the questions the client never declared it could show).
+        failed = stopped.error or (not modes and stopped.tool_failed)
+        return mt.CallToolResult(
+            content=[mt.TextContent(type="text", text=stopped.text)],
+            structured_content={"conversationId": conversation_id},
+            is_error=failed,
+        )
+
+    # -- 2026-07-28: rounds returned, and retried
 
     async def _round(
-        self,
-        caller: Caller,
-        conversation_id: str,
-        waiting: list[Elicitation],
-        after: int,
-        arguments: dict[str, Any],
-        round_: int,
+        self, caller: Caller, conversation_id: str, paused: Paused, arguments: dict[str, Any], round_: int
     ) -> mt.InputRequiredResult:
         assert caller.user_id is not None
-        expires_at = min(e.expires_at.timestamp() for e in waiting)
+        expires_at = min(e.expires_at.timestamp() for e in paused.questions)
         state = RoundState(
             user_id=caller.user_id,
             conversation_id=conversation_id,
-            run_id=waiting[0].run_id,
-            elicitation_ids=[e.id for e in waiting],
-            after=after,
+            run_id=paused.run_id,
+            elicitation_ids=[e.id for e in paused.questions],
+            after=paused.after,
             arguments=digest(arguments),
             round=round_,
             ticket=await self.tickets.issue(max(expires_at - time.time(), 1)),
             expires_at=expires_at,
         )
-        requests: dict[str, mt.InputRequest] = {e.id: _request(e) for e in waiting}
+        requests: dict[str, mt.InputRequest] = {e.id: _request(e) for e in paused.questions}
         return mt.InputRequiredResult(input_requests=requests, request_state=state.dump())
 
     async def _retry(
-        self, caller: Caller, state: RoundState, ctx: Context, arguments: dict[str, Any]
+        self, driver: PauseDriver, state: RoundState, ctx: Context, arguments: dict[str, Any], modes: set[str]
     ) -> mt.CallToolResult | mt.InputRequiredResult:
+        caller = driver.caller
         assert caller.user_id is not None
-        answers = await self._checked_answers(caller.user_id, state, ctx.input_responses or {})
+        answers = await self._checked_answers(caller, state, ctx.input_responses or {})
         await self.tickets.take(state, caller.user_id, arguments)  # from here on, this state is used up
-        for elicitation, response in answers:
-            if elicitation.mode == "url" and response.action == "accept":
+        for elicitation, answer in answers:
+            if elicitation.mode == "url" and answer.action == "accept":
                 # The person went to the link; the sign-in completes there. Wait for it, as long as it may take.
-                await self.broker.wait(elicitation.id)
+                await self.conversations.wait(caller, elicitation.id)
                 continue
-            try:
-                await self.conversations.answer(caller, elicitation.id, Answer(response.action, response.content))
-            except (AlreadyResolved, Expired):
-                pass  # it ended otherwise meanwhile; the run goes on with that
-        modes = _modes(ctx.client_capabilities)
-        waiting = await self._waiting(caller, state.elicitation_ids, modes)
-        if waiting:  # some were left unanswered: they stay open, in a new round
-            return await self._round(caller, state.conversation_id, waiting, state.after, arguments, state.round + 1)
-        events = self._events(caller, state.conversation_id, state.run_id, state.after)
-        return await self._until_paused(caller, state.conversation_id, events, arguments, state.round + 1, modes)
+            with contextlib.suppress(AlreadyResolved, Expired):
+                await self.conversations.answer(caller, elicitation.id, answer)  # else it ended otherwise meanwhile
+        # Questions left unanswered stay open, in a new round.
+        stopped = await driver.resume(
+            state.conversation_id, state.run_id, state.elicitation_ids, state.after, _answered_in_retry
+        )
+        return await self._result(caller, state.conversation_id, stopped, arguments, state.round + 1, modes)
 
     async def _checked_answers(
-        self, user_id: str, state: RoundState, responses: mt.InputResponses
-    ) -> list[tuple[Elicitation, mt.ElicitResult]]:
+        self, caller: Caller, state: RoundState, responses: mt.InputResponses
+    ) -> list[tuple[Elicitation, Answer]]:
         """The retry's answers, each for a question of this round and fitting its form; else nothing is taken."""
-        answers: list[tuple[Elicitation, mt.ElicitResult]] = []
+        answers: list[tuple[Elicitation, Answer]] = []
         for key, response in responses.items():
             if key not in state.elicitation_ids or not isinstance(response, mt.ElicitResult):
                 raise StateRefused(f"inputResponses.{key}: this round asked no such question.")
-            elicitation = await self.broker.lookup(key, user_id)
-            decision = decide(elicitation, Answer(response.action, response.content), utcnow())
-            if isinstance(decision, Invalid):
-                raise InvalidContent(key, decision.errors)
-            answers.append((elicitation, response))
+            answer = Answer(response.action, response.content)
+            answers.append((await self.conversations.check(caller, key, answer), answer))
         return answers
-
-    async def _waiting(self, caller: Caller, ids: list[str], modes: set[str]) -> list[Elicitation]:
-        """The questions of `ids` still open; one the client cannot show (its mode) is cancelled, not left open."""
-        waiting = []
-        for elicitation_id in ids:
-            try:
-                elicitation = await self.broker.lookup(elicitation_id, caller.user_id)
-            except ElicitationNotFound:
-                continue
-            if elicitation.state is not State.PENDING:
-                continue
-            if elicitation.mode not in modes:
-                await self.broker.end(elicitation_id, State.CANCELLED)
-                continue
-            waiting.append(elicitation)
-        return waiting
 
     # -- 2025-11-25: questions asked back on the session
 
-    async def _asking_back(
-        self,
-        ctx: Context,
-        caller: Caller,
-        conversation_id: str,
-        events: AsyncIterator[tuple[int, StreamEvent]],
-        modes: set[str],
-    ) -> mt.CallToolResult:
-        final: list[str] = []
-        failed = False
-        async for _, event in events:
-            if isinstance(event, RunPaused):
-                for elicitation in await self._waiting(caller, list(event.elicitation_ids), modes):
-                    await self._ask_back(ctx, caller, elicitation)
-            final = text_after_tools(final, event)
-            failed = failed or _unasked(event, modes)
-            if isinstance(event, RunFinished):
-                return _result(conversation_id, "".join(final), event.reason == "error" or failed)
-        raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
+    def _asking_back(self, ctx: Context, caller: Caller) -> Show:
+        async def ask_back(paused: Paused) -> bool:
+            for elicitation in paused.questions:
+                await self._ask_back(ctx, caller, elicitation)
+            return True  # answered (or cancelled) here: the run goes on in this call
+
+        return ask_back
 
     async def _ask_back(self, ctx: Context, caller: Caller, elicitation: Elicitation) -> None:
         session, request_id = ctx.session, ctx.request_id
@@ -260,7 +193,7 @@ class McpSurface:
             assert elicitation.url is not None
             result = await session.elicit_url(elicitation.message, elicitation.url, elicitation.id, request_id)
             if result.action == "accept":
-                resolution = await self.broker.wait(elicitation.id)
+                resolution = await self.conversations.wait(caller, elicitation.id)
                 if resolution.outcome == "accepted":
                     await session.send_elicit_complete(elicitation.id, request_id)
                 return
@@ -277,10 +210,9 @@ class McpSurface:
             pass
 
 
-def _unasked(event: StreamEvent, modes: set[str]) -> bool:
-    """A tool of the run failed while this client could not be asked anything: the agent's result is an error
-    (the tool may have needed the questions the client never declared it could show)."""
-    return not modes and isinstance(event, ToolCallFinished) and event.is_error
+async def _answered_in_retry(_: Paused) -> bool:
+    """A 2026-07-28 client gets a round as the call's result, and answers it in its retry."""
+    return False
 
 
 def _modes(capabilities: mt.ClientCapabilities | None) -> set[str]:
@@ -303,11 +235,3 @@ def _request(elicitation: Elicitation) -> mt.ElicitRequest:
             message=elicitation.message, requested_schema=elicitation.requested_schema or {"type": "object"}
         )
     return mt.ElicitRequest(params=params)
-
-
-def _result(conversation_id: str, text: str, is_error: bool) -> mt.CallToolResult:
-    return mt.CallToolResult(
-        content=[mt.TextContent(type="text", text=text)],
-        structured_content={"conversationId": conversation_id},
-        is_error=is_error,
-    )

@@ -25,7 +25,6 @@ from starlette.routing import BaseRoute, Route
 
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.config import SlackConfig
-from elicithub.core.broker import Broker
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.errors import SlackUnusable
@@ -68,7 +67,6 @@ class SlackSurface:
         self,
         config: SlackConfig,
         conversations: Conversations,
-        broker: Broker,
         store: KeyValueStore,
         links: LinkSigner,
         public_url: str,
@@ -89,7 +87,6 @@ class SlackSurface:
             self.client,
             self.records,
             conversations,
-            broker,
             links,
             LinkTickets(store),
             public_url,

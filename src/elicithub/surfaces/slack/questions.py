@@ -10,10 +10,9 @@ from urllib.parse import urlencode
 from slack_sdk.web.async_client import AsyncWebClient
 
 from elicithub.auth.links import LinkSigner, LinkTickets
-from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
-from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces.slack import blocks
 from elicithub.surfaces.slack.records import Question, SlackRecords, Thread
 
@@ -32,7 +31,6 @@ class Questions:
         client: AsyncWebClient,
         records: SlackRecords,
         conversations: Conversations,
-        broker: Broker,
         links: LinkSigner,
         tickets: LinkTickets,
         public_url: str,
@@ -42,7 +40,6 @@ class Questions:
         self.client = client
         self.records = records
         self.conversations = conversations
-        self.broker = broker
         self.links = links
         self.tickets = tickets
         self.public_url = public_url.rstrip("/")
@@ -112,10 +109,10 @@ class Questions:
         if slack_user != question.slack_user or self.users.get(slack_user) != question.user_id:
             raise Refused(f"This question is for <@{question.slack_user}>.")
         try:
-            elicitation = await self.broker.lookup(elicitation_id, question.user_id)
+            elicitation = await self.conversations.question(_caller(question), elicitation_id)
         except NotFound:
             raise Refused(NOT_OPEN) from None
-        if elicitation.state is not State.PENDING or elicitation.is_due(utcnow()):
+        if not is_open(elicitation):
             raise Refused(_ended(elicitation))
         return question, elicitation
 
@@ -156,9 +153,8 @@ class Questions:
 
     async def respond(self, question: Question, answer: Answer) -> None:
         """Answer through the conversation service, as the asked hub user; raises InvalidContent or Refused."""
-        caller = Caller(question.user_id, supports_elicitation=True, surface="slack")
         try:
-            await self.conversations.answer(caller, question.elicitation_id, answer)
+            await self.conversations.answer(_caller(question), question.elicitation_id, answer)
         except InvalidContent:
             raise
         except Expired:
@@ -171,6 +167,11 @@ class Questions:
     async def tell(self, channel: str, slack_user: str, thread_ts: str | None, text: str) -> None:
         """An ephemeral note to one person."""
         await self.client.chat_postEphemeral(channel=channel, user=slack_user, thread_ts=thread_ts, text=text)
+
+
+def _caller(question: Question) -> Caller:
+    """The hub user a question was asked of, answering from Slack."""
+    return Caller(question.user_id, supports_elicitation=True, surface="slack")
 
 
 def _ended(elicitation: Elicitation) -> str:

@@ -96,11 +96,10 @@ class ThreadWriter:
         caller = Caller(run.user_id, supports_elicitation=True, surface="slack")
         conversation = await self.conversations.get(caller, run.conversation_id)
         after = conversation.active_run_after if conversation.active_run_id == run.run_id else 0
-        followed = await self.conversations.follow(caller, run.conversation_id, run_id=run.run_id, after=after)
-        assert followed is not None
+        followed = await self.conversations.follow(caller, run.conversation_id, run.run_id, after)
         reply: Reply | None = None
         replies = 0
-        async for _, event in followed[1]:
+        async for _, event in followed.events:
             try:
                 if isinstance(event, TextDelta):
                     if reply is None:

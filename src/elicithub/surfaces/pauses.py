@@ -1,0 +1,118 @@
+"""The pause driver of the protocol surfaces (MCP, A2A): follow a run until it pauses with questions its client can
+be shown, or ends; and go on with it after a round's answers.
+
+Like the MCP SDK's input-required driver, it does no I/O of its own: each surface passes in how it shows a pause
+(`Show`), and what to do when the run works again (`Resumed`); the driver returns where the run stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from elicithub.core.elicitation import Elicitation
+from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, ToolCallFinished
+from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces import text_after_tools
+
+
+@dataclass(frozen=True)
+class Paused:
+    """The run waits on `questions`, which its client answers in a later request; the run's events go on after
+    position `after` of its conversation's log."""
+
+    run_id: str
+    questions: list[Elicitation]
+    after: int
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The run's end: its last words (its text after its last tool call), whether it ended in error, and whether a
+    tool call of it failed on the way."""
+
+    text: str
+    error: bool
+    tool_failed: bool
+
+
+Show = Callable[[Paused], Awaitable[bool]]
+"""Shows a pause's questions to the client. True: the run goes on in this same request, as they are answered here
+(asked back on the client's session) or out of band (a sign-in); False: the client answers in a later request."""
+
+Resumed = Callable[[], Awaitable[None]]
+"""Hears that every question of a pause the run went on through has ended: the run works again."""
+
+
+async def _nothing() -> None:
+    return None
+
+
+class PauseDriver:
+    """One caller's runs as a protocol client sees them: only the questions `can_show` accepts reach it, and one it
+    cannot show is cancelled at once (nobody could ever answer it)."""
+
+    def __init__(
+        self, conversations: Conversations, caller: Caller, can_show: Callable[[Elicitation], bool] = lambda _: True
+    ) -> None:
+        self.conversations = conversations
+        self.caller = caller
+        self.can_show = can_show
+
+    async def open(self, elicitation_ids: Iterable[str]) -> list[Elicitation]:
+        """The questions of `elicitation_ids` still open that the client can be shown, in that order."""
+        shown = []
+        for elicitation in await self.conversations.open_questions(self.caller, elicitation_ids):
+            if self.can_show(elicitation):
+                shown.append(elicitation)
+            else:
+                await self.conversations.cancel(self.caller, elicitation.id)
+        return shown
+
+    async def follow(
+        self, conversation_id: str, run_id: str, after: int, show: Show, resumed: Resumed = _nothing
+    ) -> Paused | Ended | None:
+        """Follow the run from position `after` until it pauses with questions the client answers later (Paused)
+        or ends (Ended). None: its stream ended before the run did (this hub is stopping)."""
+        following = await self.conversations.follow(self.caller, conversation_id, run_id, after)
+        text: list[str] = []
+        tool_failed = False
+        going_on: set[str] = set()
+        async with contextlib.aclosing(following.events) as events:
+            async for seq, event in events:
+                if isinstance(event, RunPaused):
+                    questions = await self.open(event.elicitation_ids)
+                    if questions:
+                        paused = Paused(run_id, questions, seq)
+                        if not await show(paused):
+                            return paused
+                        going_on = {e.id for e in questions}
+                elif isinstance(event, ElicitationResolved) and event.elicitation_id in going_on:
+                    going_on.discard(event.elicitation_id)
+                    if not going_on:
+                        await resumed()
+                text = text_after_tools(text, event)
+                tool_failed = tool_failed or (isinstance(event, ToolCallFinished) and event.is_error)
+                if isinstance(event, RunFinished):
+                    return Ended("".join(text), event.reason == "error", tool_failed)
+        return None
+
+    async def resume(
+        self,
+        conversation_id: str,
+        run_id: str,
+        elicitation_ids: Iterable[str],
+        after: int,
+        show: Show,
+        resumed: Resumed = _nothing,
+    ) -> Paused | Ended | None:
+        """Go on after a round's answers were taken: the round's questions still open are shown again, for a later
+        request to answer; else the run works again, and is followed from where it paused."""
+        rest = await self.open(elicitation_ids)
+        if rest:
+            paused = Paused(run_id, rest, after)
+            await show(paused)
+            return paused
+        await resumed()
+        return await self.follow(conversation_id, run_id, after, show, resumed)
