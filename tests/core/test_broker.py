@@ -103,7 +103,7 @@ async def test_decline_and_cancel_wake_the_waiter_without_content(broker: Broker
 
 @pytest.mark.anyio
 async def test_url_mode_accept_resolves_without_content(broker: Broker) -> None:
-    e = question(mode="url", requested_schema=None, url="http://127.0.0.1:8700/auth/connect?t=x")
+    e = question(url="http://127.0.0.1:8700/auth/connect?t=x")
     task = await start(broker, e)
     resolution = await broker.respond(e.id, Answer("accept", {"token": "leak"}), "alice")
     assert resolution == Resolution(e.id, "accepted", None)
