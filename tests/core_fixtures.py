@@ -1,12 +1,15 @@
 """Fixtures and values shared by the core and store tests: the anyio backend, the three stores (with a real
-redis-server), one form schema."""
+redis-server), one form schema, and the one way tests make an elicitation."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ import pytest
 import redis
 
 from elicithub.core.bus import EventBus
-from elicithub.core.elicitation import Elicitation
+from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.events import StreamEvent
 from elicithub.core.ports import Backend
 from elicithub.core.ports import ElicitationStore as Store
@@ -30,6 +33,29 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["region"],
 }
+
+_runs = itertools.count(1)
+
+
+def question(timeout_s: float = 60, *, at: datetime | None = None, **fields: Any) -> Elicitation:
+    """A question as the hub makes one (`new_elicitation`), open for `timeout_s`: a form ("Which region?", SCHEMA)
+    from an MCP tool to alice in conv_1, in a run of its own. `fields` are new_elicitation's; a `url` makes it a
+    sign-in (url mode, no schema). `at` fixes when it was made, for tests with a clock of their own."""
+    sign_in = fields.get("url") is not None
+    made = new_elicitation(
+        timeout_s=timeout_s,
+        **{
+            "conversation_id": "conv_1",
+            "user_id": "alice",
+            "run_id": f"run_{next(_runs)}",
+            "mode": "url" if sign_in else "form",
+            "message": "Which region?",
+            "requested_schema": None if sign_in else SCHEMA,
+            "context": {"trigger": "mcp_elicitation", "serverId": "deploy", "toolName": "provision"},
+            **fields,
+        },
+    )
+    return made if at is None else replace(made, created_at=at, expires_at=at + timedelta(seconds=timeout_s))
 
 
 class RedisServer:

@@ -9,8 +9,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.errors import HubError
 
-class ConfigError(Exception):
+
+class ConfigError(HubError):
     """The config cannot be used; the message names every bad key path."""
 
 

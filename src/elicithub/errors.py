@@ -1,4 +1,37 @@
-"""One error tree for the whole package: what went wrong, in words a caller can act on (no HTTP in here)."""
+"""One error tree for the whole package: what went wrong, in words a caller can act on (no HTTP in here).
+
+Every error elicithub raises is a `HubError`; where a class is defined beside the one piece of code that raises
+it, its module is named. Two are also `ValueError`s, as their docstrings say why. The test runner's errors have a
+root of their own, `elicithub.testing.errors.TestRunnerError`.
+
+* HubError
+  + BadRequest
+    - PayloadTooLarge
+    - BadLink (auth.links)
+    - StateRefused (surfaces.mcp_state)
+  + NotFound
+    - ElicitationNotFound
+    - ConversationNotFound
+  + AlreadyResolved
+  + Expired
+  + InvalidContent
+  + QuestionRefused
+  + CredentialRefused (triggers.credentials)
+  + OAuthProblem (auth.discovery)
+  + SchemaError (core.schema)
+  + BadNumber (core.jsonwire)
+  + RunTransitionError (core.runs)
+  + RoundsExceeded (triggers.mcp.rounds)
+  + EmptyRound (triggers.mcp.rounds)
+  + ConfigError (config)
+  + KeyUnusable
+  + SlackUnusable
+  + StoreUnsupported
+  + Unauthorized
+  + HubUnreachable
+
+A module's private signals (`_Invalid`, `_Failed`, ...) are `HubError`s too and never leave their module.
+"""
 
 from __future__ import annotations
 
@@ -57,6 +90,13 @@ class InvalidContent(HubError):
     def __init__(self, elicitation_id: str, errors: list[Any]) -> None:
         super().__init__(f"The content does not match the requested schema of {elicitation_id!r}.")
         self.errors = errors
+
+
+class QuestionRefused(HubError):
+    """A question the hub will not ask (the message is the tool error the model sees), or a person's press or
+    submit in Slack that changes nothing (the message tells them why)."""
+
+    code = "question_refused"
 
 
 class KeyUnusable(HubError):

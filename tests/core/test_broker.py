@@ -5,19 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
 
 import anyio
 import pytest
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitation, utcnow
+from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.core.schema import FieldError
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.store import MemoryElicitations
-from tests.core_fixtures import SCHEMA, BusSink, until
+from tests.core_fixtures import BusSink, question, until
 
 EU = Answer("accept", {"region": "eu"})
 
@@ -28,23 +27,6 @@ async def broker(store: Store) -> AsyncIterator[Broker]:
     await started.start()
     yield started
     await started.close()
-
-
-_streams = iter(range(1_000_000))
-
-
-def question(timeout_s: float = 60, **overrides: Any) -> Elicitation:
-    values: dict[str, Any] = {
-        "conversation_id": "conv_1",
-        "user_id": "alice",
-        "run_id": f"stream_{next(_streams)}",
-        "mode": "form",
-        "message": "Which region?",
-        "requested_schema": SCHEMA,
-        "context": {"trigger": "mcp_elicitation", "serverId": "deploy", "toolName": "provision"},
-    }
-    values.update(overrides)
-    return new_elicitation(timeout_s=timeout_s, **values)
 
 
 async def start(broker: Broker, elicitation: Elicitation) -> asyncio.Task[Resolution]:
@@ -121,7 +103,7 @@ async def test_decline_and_cancel_wake_the_waiter_without_content(broker: Broker
 
 @pytest.mark.anyio
 async def test_url_mode_accept_resolves_without_content(broker: Broker) -> None:
-    e = question(mode="url", requested_schema=None, url="http://127.0.0.1:8700/auth/connect?t=x")
+    e = question(url="http://127.0.0.1:8700/auth/connect?t=x")
     task = await start(broker, e)
     resolution = await broker.respond(e.id, Answer("accept", {"token": "leak"}), "alice")
     assert resolution == Resolution(e.id, "accepted", None)

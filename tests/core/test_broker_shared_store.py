@@ -22,8 +22,8 @@ from elicithub.core.events import ElicitationRequested, ElicitationResolved, Str
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.store import RedisElicitations
-from tests.core.test_broker import EU, drain, finish, question, state_of
-from tests.core_fixtures import BusSink, RedisServer, until
+from tests.core.test_broker import EU, drain, finish, state_of
+from tests.core_fixtures import BusSink, RedisServer, question, until
 
 pytestmark = pytest.mark.anyio
 

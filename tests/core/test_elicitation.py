@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from functools import partial
 
 import pytest
 
@@ -23,28 +23,14 @@ from elicithub.core.elicitation import (
     resolved,
 )
 from elicithub.core.schema import FieldError
-from tests.core_fixtures import SCHEMA
+from tests.core_fixtures import SCHEMA, question
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-def form(**overrides: Any) -> Elicitation:
-    values: dict[str, Any] = {
-        "conversation_id": "conv_1",
-        "user_id": "alice",
-        "run_id": "run_1",
-        "mode": "form",
-        "message": "Which region?",
-        "requested_schema": SCHEMA,
-        "created_at": NOW,
-        "expires_at": NOW + timedelta(minutes=10),
-    }
-    values.update(overrides)
-    return Elicitation(**values)
-
-
-def url_mode(**overrides: Any) -> Elicitation:
-    return form(mode="url", requested_schema=None, url="http://127.0.0.1:8700/auth/connect?t=x", **overrides)
+# This module's questions, made at NOW: the rules are pure, every time is given to them.
+form = partial(question, at=NOW)
+url_mode = partial(question, at=NOW, url="http://127.0.0.1:8700/auth/connect?t=x")
 
 
 def settle(elicitation: Elicitation, answer: Answer) -> Elicitation:
@@ -179,7 +165,7 @@ def test_outcome_and_is_due_follow_state() -> None:
 @pytest.mark.parametrize(
     "elicitation",
     [
-        form(context={"trigger": "mcp_elicitation", "serverId": "deploy", "toolName": "provision"}),
+        form(),
         url_mode(),
         resolved(form(), State.ACCEPTED, Answer("accept", {"region": "eu", "replicas": 3}), NOW),
         resolved(url_mode(), State.EXPIRED, None, NOW + timedelta(seconds=5)),
@@ -195,7 +181,7 @@ def test_to_json_from_json_round_trip(elicitation: Elicitation) -> None:
 
 
 def test_from_json_tolerates_missing_optional_fields() -> None:
-    e = form()
+    e = form(context={})
     data = e.to_json()
     for key in ("requested_schema", "url", "context", "answer", "resolved_at"):
         del data[key]
@@ -214,9 +200,7 @@ def test_an_accepted_form_gets_the_defaults_of_the_fields_it_leaves_out() -> Non
         },
         "required": ["region"],
     }
-    e = new_elicitation(
-        conversation_id="c", user_id="u", run_id="r", mode="form", message="m", timeout_s=30, requested_schema=schema
-    )
+    e = question(30, requested_schema=schema)
     decision = decide(e, Answer("accept", {"region": "eu"}), e.created_at)
     assert isinstance(decision, Resolve) and decision.answer is not None
     filled = {"region": "eu", "replicas": 2, "features": [], "confirm": False, "note": "none given"}

@@ -8,21 +8,14 @@ import asyncio
 import pytest
 
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Elicitation, State, new_elicitation
+from elicithub.core.elicitation import Elicitation, State
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, RunPaused, StreamEvent
 from elicithub.core.runs import Pause
 from elicithub.runtime.asker import Asker
 from elicithub.store import MemoryElicitations
-from tests.core_fixtures import SCHEMA
+from tests.core_fixtures import question
 
 pytestmark = pytest.mark.anyio
-
-
-def question(message: str = "Which region?") -> Elicitation:
-    return new_elicitation(
-        conversation_id="conv", user_id="alice", run_id="run_1", mode="form", message=message, timeout_s=30,
-        requested_schema=SCHEMA,
-    )  # fmt: skip
 
 
 class Run:
@@ -54,7 +47,7 @@ async def test_a_question_asked_after_the_run_was_superseded_is_cancelled_at_onc
     store, run = MemoryElicitations(), Run(active=False)
     broker = Broker(store, run)
     asker = Asker(broker, save=run.save, emit=run.emit, active=run.active)
-    first, second = question(), question("How many?")
+    first, second = question(30, run_id="run_1"), question(30, run_id="run_1", message="How many?")
     async with asyncio.timeout(5):  # it never waits for an answer
         resolutions = await asker.ask([first, second], trigger="test")
     assert [r.outcome for r in resolutions] == ["cancelled", "cancelled"]
@@ -75,7 +68,7 @@ async def test_an_active_run_waits_for_the_answer() -> None:
     store, run = MemoryElicitations(), Run(active=True)
     broker = Broker(store, run)
     asker = Asker(broker, save=run.save, emit=run.emit, active=run.active)
-    asked = question()
+    asked = question(30, run_id="run_1")
     waiting = asyncio.create_task(asker.ask([asked], trigger="test"))
     async with asyncio.timeout(5):
         await run.paused.wait()

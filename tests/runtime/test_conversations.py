@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Answer, new_elicitation
+from elicithub.core.elicitation import Answer
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -33,7 +33,7 @@ from elicithub.runtime.models import ScriptedModel, ToolSpec
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import open_backend
-from tests.core_fixtures import SCHEMA
+from tests.core_fixtures import question
 
 pytestmark = pytest.mark.anyio
 
@@ -63,16 +63,8 @@ class AskingTools:
             self.entered.set()
             await self.go.wait()
         assert context.asker is not None and context.user_id is not None
-        question = new_elicitation(
-            conversation_id=context.conversation_id,
-            user_id=context.user_id,
-            run_id=context.run_id,
-            mode="form",
-            message="Which region?",
-            timeout_s=30,
-            requested_schema=SCHEMA,
-        )
-        [resolution] = await context.asker.ask([question], trigger="test")
+        asked = question(30, conversation_id=context.conversation_id, user_id=context.user_id, run_id=context.run_id)
+        [resolution] = await context.asker.ask([asked], trigger="test")
         region = (resolution.content or {}).get("region")
         return ToolOutcome(f"{resolution.outcome}: {region}", is_error=resolution.outcome != "accepted")
 

@@ -18,11 +18,11 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.elicitation import new_elicitation, utcnow
+from elicithub.core.elicitation import utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.store import RedisElicitations
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
-from tests.core_fixtures import SCHEMA, BusSink, RedisServer
+from tests.core_fixtures import BusSink, RedisServer, question
 
 DB = 1  # the store tests empty database 0 for every test
 
@@ -253,15 +253,7 @@ async def waiting_broker(store_url: str) -> AsyncIterator[Broker]:
 
 
 async def wait_on(broker: Broker, timeout_s: float) -> tuple[asyncio.Task[Resolution], str, str]:
-    e = new_elicitation(
-        conversation_id="conv_scale",
-        user_id="alice",
-        run_id=f"stream_{id(broker)}_{timeout_s}",
-        mode="form",
-        message="How many replicas?",
-        requested_schema=SCHEMA,
-        timeout_s=timeout_s,
-    )
+    e = question(timeout_s, conversation_id="conv_scale", message="How many replicas?")
     async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
         with anyio.fail_after(5):

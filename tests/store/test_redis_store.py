@@ -137,7 +137,7 @@ async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(
 ) -> None:
     store = RedisElicitations(redis_url)
     try:
-        kept, dropped = make(expires_in=timedelta(seconds=-1)), make(expires_in=timedelta(seconds=-1))
+        kept, dropped = make(timeout_s=-1), make(timeout_s=-1)
         await store.put(kept)
         await store.put(dropped)
         with redis_server.client() as client:
@@ -153,7 +153,7 @@ async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServ
     try:
         # Expiring from the real clock: keys of questions long past their deadline get a one-second TTL, and 1203 of
         # them may not all be written and resolved within it.
-        old = [make(expires_in=utcnow() - NOW + timedelta(minutes=10)) for _ in range(1203)]
+        old = [make(timeout_s=(utcnow() - NOW + timedelta(minutes=10)).total_seconds()) for _ in range(1203)]
         async with anyio.create_task_group() as group:
             for e in old:
                 group.start_soon(store.put, e)

@@ -5,36 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.elicitation import Answer, State
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
 from elicithub.store import MemoryElicitations, RedisElicitations, SqliteElicitations, open_backend
+from tests.core_fixtures import question
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 """The real clock at import, not a fixed date: Redis gives an elicitation a safety-net expiry from its deadline, and one
 long past lived a second, so a slow machine lost some before the test resolved them."""
 
-
-def make(expires_in: timedelta = timedelta(minutes=10), **overrides: Any) -> Elicitation:
-    values: dict[str, Any] = {
-        "conversation_id": "conv_1",
-        "user_id": "alice",
-        "run_id": "run_1",
-        "mode": "form",
-        "message": "Which region?",
-        "requested_schema": {"type": "object", "properties": {"region": {"type": "string"}}},
-        "context": {"trigger": "mcp_elicitation", "serverId": "deploy"},
-        "created_at": NOW,
-        "expires_at": NOW + expires_in,
-    }
-    values.update(overrides)
-    return Elicitation(**values)
+# This module's questions (and those of the other store tests), made at NOW and open ten minutes.
+make = partial(question, timeout_s=600, at=NOW)
 
 
 @pytest.mark.anyio
@@ -42,7 +30,7 @@ async def test_put_then_get_returns_an_equal_elicitation(store: Store) -> None:
     e = make()
     await store.put(e)
     assert await store.get(e.id) == e
-    url = make(mode="url", requested_schema=None, url="http://127.0.0.1:8700/auth/connect?t=1")
+    url = make(url="http://127.0.0.1:8700/auth/connect?t=1")
     await store.put(url)
     assert await store.get(url.id) == url
 
@@ -88,11 +76,11 @@ async def test_concurrent_transitions_let_exactly_one_win(store: Store) -> None:
 
 @pytest.mark.anyio
 async def test_due_returns_only_pending_past_their_deadline(store: Store) -> None:
-    due = make(expires_in=timedelta(seconds=-1))
-    exactly_now = make(expires_in=timedelta(0))
-    future = make(expires_in=timedelta(seconds=1))
-    answered = make(expires_in=timedelta(seconds=-1))
-    expired = make(expires_in=timedelta(seconds=-1))
+    due = make(timeout_s=-1)
+    exactly_now = make(timeout_s=0)
+    future = make(timeout_s=1)
+    answered = make(timeout_s=-1)
+    expired = make(timeout_s=-1)
     for e in (due, exactly_now, future, answered, expired):
         await store.put(e)
     assert await store.transition(answered.id, State.DECLINED, Answer("decline"), NOW)
@@ -107,7 +95,7 @@ async def test_due_returns_only_pending_past_their_deadline(store: Store) -> Non
 @pytest.mark.anyio
 async def test_due_respects_the_limit(store: Store) -> None:
     for _ in range(5):
-        await store.put(make(expires_in=timedelta(seconds=-1)))
+        await store.put(make(timeout_s=-1))
     assert len(await store.due(NOW, limit=3)) == 3
     assert len(await store.due(NOW)) == 5
 
@@ -146,7 +134,7 @@ async def test_resolutions_start_with_none_then_name_each_elicitation_that_won_a
 @pytest.mark.anyio
 async def test_sqlite_store_survives_reopening_the_same_file(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "hub.db"
-    resolved, pending = make(), make(expires_in=timedelta(seconds=-1))
+    resolved, pending = make(), make(timeout_s=-1)
     first = SqliteElicitations(path)
     await first.put(resolved)
     await first.put(pending)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from elicithub.core.elicitation import new_elicitation
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -19,17 +18,9 @@ from elicithub.core.events import (
 )
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
-from tests.core_fixtures import SCHEMA
+from tests.core_fixtures import SCHEMA, question
 
-QUESTION = new_elicitation(
-    conversation_id="c",
-    user_id="alice",
-    run_id="run_1",
-    mode="form",
-    message="Which?",
-    timeout_s=60,
-    requested_schema=SCHEMA,
-)
+QUESTION = question(run_id="run_1")
 
 
 def parts(lines: list[str]) -> list[dict]:

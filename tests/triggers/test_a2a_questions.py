@@ -13,8 +13,9 @@ from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import utcnow
 from elicithub.core.jsonwire import whole_numbers
+from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext
-from elicithub.triggers.a2a.questions import PLAIN, Refused, answer_message, build_round
+from elicithub.triggers.a2a.questions import PLAIN, answer_message, build_round
 
 AGENT = A2aAgentConfig(id="travel", url="http://127.0.0.1:9300")
 
@@ -61,7 +62,7 @@ def test_another_hubs_question_is_asked_under_our_own_id() -> None:
 def test_another_hubs_invalid_schema_is_refused() -> None:
     nested = {"type": "object", "properties": {"a": {"type": "object"}}}
     waiting = task(TaskState.TASK_STATE_INPUT_REQUIRED, remote(message="?", requestedSchema=nested))
-    with pytest.raises(Refused, match="The A2A agent travel asked an invalid question"):
+    with pytest.raises(QuestionRefused, match="The A2A agent travel asked an invalid question"):
         build_round(waiting, AGENT, CONTEXT, 60)
 
 
@@ -79,9 +80,9 @@ def test_the_sign_in_link_is_found_in_a_url_part_a_data_part_or_the_text(part: P
 
 
 def test_a_sign_in_without_a_link_or_with_another_scheme_is_refused() -> None:
-    with pytest.raises(Refused, match="without a link"):
+    with pytest.raises(QuestionRefused, match="without a link"):
         build_round(task(TaskState.TASK_STATE_AUTH_REQUIRED, new_text_part("Sign in, please.")), AGENT, CONTEXT, 60)
-    with pytest.raises(Refused, match="not http"):
+    with pytest.raises(QuestionRefused, match="not http"):
         build_round(
             task(TaskState.TASK_STATE_AUTH_REQUIRED, remote(mode="url", url="javascript:x")), AGENT, CONTEXT, 60
         )
@@ -89,7 +90,7 @@ def test_a_sign_in_without_a_link_or_with_another_scheme_is_refused() -> None:
 
 def test_a_chat_that_cannot_ask_is_refused() -> None:
     silent = CallContext("conv-1", "run-1", "alice", False)
-    with pytest.raises(Refused, match="cannot show questions"):
+    with pytest.raises(QuestionRefused, match="cannot show questions"):
         build_round(task(TaskState.TASK_STATE_INPUT_REQUIRED, new_text_part("Where?")), AGENT, silent, 60)
 
 

@@ -1,16 +1,18 @@
-"""Fixtures for the web widget's tests: Debian's chromium driven by Playwright, and pages signed in by cookie."""
+"""Fixtures for the web widget's tests: Debian's chromium driven by Playwright, pages signed in by cookie, and
+what every browser test does with a page (say something, reload, render a prompt, check one closed)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect, sync_playwright
 
 from elicithub.server.identity import SESSION_COOKIE
 from tests.conftest import RunningHub
@@ -19,6 +21,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "test-output" / "screenshots"
 DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
+READY = "body[data-ready=true]"
+"""Set by the widget once it has restored its conversation (and reattached to a run still going)."""
 
 
 def session_cookie(running: RunningHub, user: str) -> str:
@@ -37,32 +41,102 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
+NewContext = Callable[..., BrowserContext]
 OpenPage = Callable[..., Page]
 
 
 @pytest.fixture
-def open_page(browser: Browser) -> Iterator[OpenPage]:
-    """Open the widget of a hub in a fresh browser context, signed in as `user` through the session cookie."""
-    contexts = []
+def new_context(browser: Browser) -> Iterator[NewContext]:
+    """Fresh browser contexts (no cookies, 10 s for anything awaited), closed after the test; anything a page of
+    theirs raises, popups included, fails it."""
+    contexts: list[BrowserContext] = []
     errors: list[str] = []
 
-    def open_(running: RunningHub, user: str | None = "alice", **options: Any) -> Page:
-        context = browser.new_context(viewport={"width": 900, "height": 760}, **options)
+    def new(**options: Any) -> BrowserContext:
+        context = browser.new_context(**options)
         context.set_default_timeout(10_000)
+        context.on("page", lambda page: page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}")))
+        contexts.append(context)
+        return context
+
+    yield new
+    for context in contexts:
+        context.close()
+    assert not errors, f"a page raised: {errors}"
+
+
+def open_widget(context: BrowserContext, url: str) -> Page:
+    """A new page of `context` with the widget of the hub at `url`, once it is ready."""
+    page = context.new_page()
+    page.goto(url + "/")
+    page.wait_for_selector(READY)
+    return page
+
+
+@pytest.fixture
+def open_page(new_context: NewContext) -> OpenPage:
+    """Open the widget of a hub in a fresh browser context, signed in as `user` through the session cookie."""
+
+    def open_(running: RunningHub, user: str | None = "alice", **options: Any) -> Page:
+        context = new_context(viewport={"width": 900, "height": 760}, **options)
         if user is not None:
             value = session_cookie(running, user)
             context.add_cookies([{"name": SESSION_COOKIE, "value": value, "url": running.url}])
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(running.url + "/")
-        page.wait_for_selector("body[data-ready=true]")
-        return page
+        return open_widget(context, running.url)
 
-    yield open_
-    for context in contexts:
-        context.close()
-    assert not errors, f"the page raised: {errors}"
+    return open_
+
+
+def reload(page: Page) -> None:
+    """Reload the widget and wait until it is ready again."""
+    page.reload()
+    page.wait_for_selector(READY)
+
+
+def say(page: Page, text: str) -> None:
+    page.fill("#message", text)
+    page.keyboard.press("Enter")
+
+
+def ask(page: Page, command: str, prompt: str = ".prompt") -> None:
+    """Say `command` and wait for the question it asks to show, pending."""
+    say(page, command)
+    expect(page.locator(prompt)).to_have_attribute("data-state", "pending")
+
+
+def expect_closed(prompt: Locator, state: str) -> None:
+    """The prompt shows `state` and none of its controls can be used any more."""
+    expect(prompt).to_have_attribute("data-state", state)
+    expect(prompt.locator(".status")).to_have_text(state.capitalize())
+    for control in prompt.locator("input, select, button").all():
+        expect(control).to_be_disabled()
+
+
+def connect(page: Page, prompt: Locator) -> Page:
+    """Press a url prompt's Connect: the popup it opens."""
+    with page.expect_popup() as opened:
+        prompt.get_by_role("button", name="Connect").click()
+    return opened.value
+
+
+def in_ten_minutes() -> str:
+    return (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def render(page: Page, event: dict[str, Any]) -> None:
+    """Show a prompt through the widget's own render function; answers are recorded in window.__sent."""
+    page.evaluate(
+        """async (event) => {
+            const { createPrompt } = await import("./static/prompt.js");
+            window.__sent = [];
+            const prompt = createPrompt(event, async (action, content) => {
+                window.__sent.push({ action, content });
+                return { accept: "accepted", decline: "declined", cancel: "cancelled" }[action];
+            });
+            document.getElementById("transcript").append(prompt.element);
+        }""",
+        event,
+    )
 
 
 class Requests:
@@ -82,10 +156,11 @@ def conversation_path(page: Page) -> str:
     return f"/run/api/conversations/{conversation}"
 
 
-def screenshot(page: Page, selector: str, name: str, *, copy_to: Path | None = None) -> None:
+def screenshot(page: Page, selector: str | None, name: str, *, copy_to: Path | None = None) -> None:
+    """The element at `selector` (None: the whole window) under test-output/, and also at `copy_to` if given."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / name
-    page.locator(selector).screenshot(path=str(path))
+    (page if selector is None else page.locator(selector)).screenshot(path=str(path))
     if copy_to is not None:
         copy_to.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, copy_to)

@@ -7,30 +7,37 @@ import time
 
 import httpx
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.conftest import HubFactory, RunningHub
-from tests.web.conftest import OpenPage, Requests, conversation_path, docs_copy, screenshot
+from tests.web.conftest import (
+    OpenPage,
+    Requests,
+    ask,
+    conversation_path,
+    docs_copy,
+    expect_closed,
+    reload,
+    say,
+    screenshot,
+)
 
 PROVISION = '/call mrtr.provision {"name":"orders"}'
-
-
-def say(page: Page, text: str) -> None:
-    page.fill("#message", text)
-    page.keyboard.press("Enter")
 
 
 def assistant_says(page: Page, text: str) -> None:
     expect(page.locator(".message.assistant > .text", has_text=text)).to_be_visible()
 
 
-def expect_closed(page: Page, prompt: str, state: str) -> None:
-    """The prompt shows `state` and none of its controls can be used any more."""
-    locator = page.locator(prompt)
-    expect(locator).to_have_attribute("data-state", state)
-    expect(locator.locator(".status")).to_have_text(state.capitalize())
-    for control in locator.locator("input, select, button").all():
-        expect(control).to_be_disabled()
+def answer_the_region(page: Page, region: str) -> Locator:
+    """Pick `region` in the open prompt and submit it: the tool's result then shows once, and the prompt closes."""
+    prompt = page.locator(".prompt")
+    prompt.get_by_label("Region").select_option(region)
+    prompt.get_by_role("button", name="Submit").click()
+    continuation = page.locator(".message.assistant > .text", has_text=f"Provisioned orders in {region}.")
+    expect(continuation).to_have_count(1)
+    expect_closed(prompt, "accepted")
+    return continuation
 
 
 def wait_until_streams_closed(hub: RunningHub) -> None:
@@ -63,7 +70,7 @@ def test_form_is_checked_in_the_browser_then_answered_and_the_result_streams_in(
     region.select_option(label="EU West")
     prompt.get_by_role("button", name="Submit").click()
     assistant_says(page, "Provisioned orders in eu-west-1.")
-    expect_closed(page, ".prompt", "accepted")
+    expect_closed(prompt, "accepted")
     expect(prompt.locator(".field-error")).to_be_hidden()
     assert len(answers) == 1
 
@@ -102,7 +109,7 @@ def test_declining_or_cancelling_closes_the_prompt_and_the_tool_says_so(
     say(page, command)
     page.locator(".prompt").get_by_role("button", name=button).click()
     assistant_says(page, error)
-    expect_closed(page, ".prompt", state)
+    expect_closed(page.locator(".prompt"), state)
 
 
 def test_an_unanswered_prompt_counts_down_and_expires(make_hub: HubFactory, open_page: OpenPage) -> None:
@@ -111,7 +118,7 @@ def test_an_unanswered_prompt_counts_down_and_expires(make_hub: HubFactory, open
     say(page, PROVISION)
     expect(page.locator(".prompt .countdown")).to_contain_text("expires in 0:0")
     assistant_says(page, "Tool error: The user did not answer")
-    expect_closed(page, ".prompt", "expired")
+    expect_closed(page.locator(".prompt"), "expired")
     expect(page.locator(".prompt .countdown")).to_have_text("")
 
 
@@ -121,19 +128,14 @@ def test_reloading_brings_back_the_conversation_and_its_open_question(hub: Runni
     eid = page.locator(".prompt").get_attribute("data-elicitation-id")
     conversation = conversation_path(page)
     requests = Requests(page)
-    page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    reload(page)
     expect(page.locator(".message.user .text")).to_have_text(PROVISION)
     prompt = page.locator(".prompt")
     expect(prompt).to_have_attribute("data-elicitation-id", str(eid))
     expect(prompt).to_have_attribute("data-state", "pending")
     wait_until_streams_closed(hub)  # the page that asked is gone: only the run read again can bring the rest
 
-    prompt.get_by_label("Region").select_option("us-east-1")
-    prompt.get_by_role("button", name="Submit").click()
-    continuation = page.locator(".message.assistant > .text", has_text="Provisioned orders in us-east-1.")
-    expect(continuation).to_have_count(1)
-    expect_closed(page, ".prompt", "accepted")
+    continuation = answer_the_region(page, "us-east-1")
     page.wait_for_timeout(1500)  # time for anything still reading the conversation to show itself
     expect(continuation).to_have_count(1)
     expect(page.locator(".prompt")).to_have_count(1)
@@ -143,8 +145,7 @@ def test_reloading_brings_back_the_conversation_and_its_open_question(hub: Runni
     assert requests.count("POST", "/run/api/elicitation-responses") == 1
     assert requests.count("POST", "/run/api/chat") == 0
 
-    page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    reload(page)
     assistant_says(page, "Provisioned orders in us-east-1.")
     expect(page.locator(".prompt")).to_have_count(0)
     page.get_by_role("button", name="New conversation").click()
@@ -169,8 +170,7 @@ def replay_through_the_question(hub: RunningHub, conversation: str) -> tuple[str
 
 def test_a_broken_reattached_stream_resumes_after_the_last_event_it_read(hub: RunningHub, open_page: OpenPage) -> None:
     page = open_page(hub)
-    say(page, PROVISION)
-    expect(page.locator(".prompt")).to_have_attribute("data-state", "pending")
+    ask(page, PROVISION)
     conversation = conversation_path(page)
     cut: list[str] = []
     resumed_after: list[str | None] = []
@@ -185,13 +185,8 @@ def test_a_broken_reattached_stream_resumes_after_the_last_event_it_read(hub: Ru
         route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=body)  # then it ends
 
     page.route(f"**{conversation}/stream", break_the_first)
-    page.reload()
-    page.wait_for_selector("body[data-ready=true]")
-    prompt = page.locator(".prompt")
-    prompt.get_by_label("Region").select_option("eu-west-1")
-    prompt.get_by_role("button", name="Submit").click()
-    expect(page.locator(".message.assistant > .text", has_text="Provisioned orders in eu-west-1.")).to_have_count(1)
-    expect_closed(page, ".prompt", "accepted")
+    reload(page)
+    answer_the_region(page, "eu-west-1")
     assert cut[0].startswith("run_")
     assert resumed_after == cut
     expect(page.locator(".prompt")).to_have_count(1)
@@ -202,8 +197,7 @@ def test_when_the_run_has_no_trace_of_the_question_the_answer_brings_the_continu
     hub: RunningHub, open_page: OpenPage
 ) -> None:
     page = open_page(hub)
-    say(page, PROVISION)
-    expect(page.locator(".prompt")).to_have_attribute("data-state", "pending")
+    ask(page, PROVISION)
     conversation = conversation_path(page)
     requests = Requests(page)
 
@@ -218,11 +212,7 @@ def test_when_the_run_has_no_trace_of_the_question_the_answer_brings_the_continu
         page.reload()
     expect(page.locator(".prompt[data-before]")).to_have_count(0)
     wait_until_streams_closed(hub)  # nothing of this page carries the run now: the answer must bring the rest
-    prompt = page.locator(".prompt")
-    prompt.get_by_label("Region").select_option("us-east-1")
-    prompt.get_by_role("button", name="Submit").click()
-    expect(page.locator(".message.assistant > .text", has_text="Provisioned orders in us-east-1.")).to_have_count(1)
-    expect_closed(page, ".prompt", "accepted")
+    answer_the_region(page, "us-east-1")
     assert requests.count("GET", f"{conversation}/stream") == 1
     assert requests.count("POST", "/run/api/chat") == 1
     assert requests.count("GET", conversation) == 2
@@ -230,8 +220,7 @@ def test_when_the_run_has_no_trace_of_the_question_the_answer_brings_the_continu
 
 def test_a_new_conversation_stops_reading_the_old_run(hub: RunningHub, open_page: OpenPage) -> None:
     page = open_page(hub)
-    say(page, PROVISION)
-    expect(page.locator(".prompt")).to_have_attribute("data-state", "pending")
+    ask(page, PROVISION)
     run = f"{conversation_path(page)}/stream"
     with page.expect_response(lambda r: r.url.endswith(run)):
         page.reload()
@@ -250,8 +239,7 @@ def test_html_in_messages_results_and_questions_stays_text(hub: RunningHub, open
     expect(page.locator(".prompt-message")).to_have_text(f"Which region should {payload} live in?")
     expect(page.locator(".message.user .text").first).to_have_text(payload)
 
-    page.reload()  # the restored transcript is built from server text too
-    page.wait_for_selector("body[data-ready=true]")
+    reload(page)  # the restored transcript is built from server text too
     expect(page.locator(".prompt-message")).to_have_text(f"Which region should {payload} live in?")
     assistant_says(page, f"echo: {payload}")
     assert page.locator("#transcript img").count() == 0

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from elicithub.core.schema import validate_content, validate_requested_schema
 from tests.conftest import RunningHub
-from tests.web.conftest import OpenPage
+from tests.web.conftest import OpenPage, in_ten_minutes, render
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -87,31 +86,11 @@ VALUES: dict[str, list[Any]] = {
 }
 
 
-def in_ten_minutes() -> str:
-    return (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def cases() -> list[Any]:
     base = {"name": "abc", "count": 3, "tags": ["a"]}
     out: list[Any] = [base, {}, None, [], "x", {**base, "extra": 1}, {**base, "name": None}]
     out += [{**base, field: value} for field, values in VALUES.items() for value in values]
     return out
-
-
-def render(page: Page, event: dict[str, Any]) -> None:
-    """Show a prompt through the widget's own render function; answers are recorded in window.__sent."""
-    page.evaluate(
-        """async (event) => {
-            const { createPrompt } = await import("./static/prompt.js");
-            window.__sent = [];
-            const prompt = createPrompt(event, async (action, content) => {
-                window.__sent.push({ action, content });
-                return { accept: "accepted", decline: "declined", cancel: "cancelled" }[action];
-            });
-            document.getElementById("transcript").append(prompt.element);
-        }""",
-        event,
-    )
 
 
 def form_event(schema: dict[str, Any]) -> dict[str, Any]:

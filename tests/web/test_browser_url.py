@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +17,18 @@ from playwright.sync_api import Page, Route, expect
 
 from tests.auth.conftest import TrackerProcess, tracker_entry
 from tests.conftest import HubFactory, RunningHub
-from tests.web.conftest import OpenPage, Requests, conversation_path, screenshot
+from tests.web.conftest import (
+    OpenPage,
+    Requests,
+    ask,
+    connect,
+    conversation_path,
+    in_ten_minutes,
+    reload,
+    render,
+    say,
+    screenshot,
+)
 
 LIST_ISSUES = "/call tracker.list_issues {}"
 
@@ -30,13 +40,10 @@ def tracker() -> Iterator[TrackerProcess]:
     server.kill()
 
 
-def say(page: Page, text: str) -> None:
-    page.fill("#message", text)
-    page.keyboard.press("Enter")
-
-
-def in_ten_minutes() -> str:
-    return (datetime.now(UTC) + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+@pytest.fixture
+def tracker_hub(make_hub: HubFactory, tracker: TrackerProcess) -> RunningHub:
+    """A hub with the demo tracker, an MCP server whose tools need the person's sign-in."""
+    return make_hub(mcp_servers=[tracker_entry(tracker)])
 
 
 def url_event(url: str, elicitation_id: str = "eli_url") -> dict[str, Any]:
@@ -82,32 +89,16 @@ def stand_in_hub(page: Page, event: dict[str, Any], answers: list[dict[str, Any]
     say(page, LIST_ISSUES)
 
 
-def render(page: Page, event: dict[str, Any]) -> None:
-    page.evaluate(
-        """async (event) => {
-            const { createPrompt } = await import("./static/prompt.js");
-            const prompt = createPrompt(event, async () => "declined");
-            document.getElementById("transcript").append(prompt.element);
-        }""",
-        event,
-    )
-
-
-def test_connect_signs_in_in_a_popup_and_the_call_completes(
-    make_hub: HubFactory, tracker: TrackerProcess, open_page: OpenPage
-) -> None:
-    hub = make_hub(mcp_servers=[tracker_entry(tracker)])
-    page = open_page(hub)
+def test_connect_signs_in_in_a_popup_and_the_call_completes(tracker_hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(tracker_hub)
     say(page, LIST_ISSUES)
     prompt = page.locator(".prompt-url")
     expect(prompt.locator(".prompt-message")).to_have_text(
         "Tracker requires authentication. Connect your account to continue."
     )
-    expect(prompt.locator(".domain")).to_have_text(hub.url.removeprefix("http://"))
+    expect(prompt.locator(".domain")).to_have_text(tracker_hub.url.removeprefix("http://"))
     screenshot(page, ".prompt-url", "url.png")
-    with page.expect_popup() as opened:
-        prompt.get_by_role("button", name="Connect").click()
-    popup = opened.value
+    popup = connect(page, prompt)
     expect(popup.get_by_role("heading")).to_contain_text("Allow elicithub demo")
     with popup.expect_event("close"):  # the callback page's message closes it
         popup.get_by_role("button", name="Allow").click()
@@ -118,21 +109,17 @@ def test_connect_signs_in_in_a_popup_and_the_call_completes(
 
 
 def test_after_a_reload_the_sign_in_still_completes_and_its_result_shows(
-    make_hub: HubFactory, tracker: TrackerProcess, open_page: OpenPage
+    tracker_hub: RunningHub, open_page: OpenPage
 ) -> None:
-    hub = make_hub(mcp_servers=[tracker_entry(tracker)])
-    page = open_page(hub)
-    say(page, LIST_ISSUES)
-    expect(page.locator(".prompt-url")).to_have_attribute("data-state", "pending")
+    page = open_page(tracker_hub)
+    ask(page, LIST_ISSUES, ".prompt-url")
     conversation = conversation_path(page)
     requests = Requests(page)
-    page.reload()
-    page.wait_for_selector("body[data-ready=true]")
+    reload(page)
     prompt = page.locator(".prompt-url")
-    with page.expect_popup() as opened:
-        prompt.get_by_role("button", name="Connect").click()
-    with opened.value.expect_event("close"):
-        opened.value.get_by_role("button", name="Allow").click()
+    popup = connect(page, prompt)
+    with popup.expect_event("close"):
+        popup.get_by_role("button", name="Allow").click()
     expect(prompt).to_have_attribute("data-state", "accepted")
     # The run's stream went with the old page; the widget reads the run again and the result comes on that.
     result = page.locator(".message.assistant > .text", has_text="You have")
@@ -145,11 +132,8 @@ def test_after_a_reload_the_sign_in_still_completes_and_its_result_shows(
     assert requests.count("POST", "/run/api/chat") == 0
 
 
-def test_dismiss_ends_the_call_without_the_account(
-    make_hub: HubFactory, tracker: TrackerProcess, open_page: OpenPage
-) -> None:
-    hub = make_hub(mcp_servers=[tracker_entry(tracker)])
-    page = open_page(hub)
+def test_dismiss_ends_the_call_without_the_account(tracker_hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(tracker_hub)
     say(page, LIST_ISSUES)
     prompt = page.locator(".prompt-url")
     prompt.get_by_role("button", name="Dismiss").click()
@@ -208,9 +192,7 @@ def test_connect_opens_a_popup_and_only_the_hubs_own_message_completes_the_promp
     stand_in_hub(page, url_event(f"{hub.url}/healthz?stand-in-for=auth-connect"), [])
     prompt = page.locator(".prompt-url")
     expect(prompt.locator(".domain")).to_have_text(hub.url.removeprefix("http://"))
-    with page.expect_popup() as opened:
-        prompt.get_by_role("button", name="Connect").click()
-    popup = opened.value
+    popup = connect(page, prompt)
     assert popup.url == f"{hub.url}/healthz?stand-in-for=auth-connect"
     expect(prompt.locator(".status")).to_have_text("Finish in the window that opened")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,11 +17,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import free_port
-from tests.web.conftest import SCREENSHOTS, docs_copy
+from tests.web.conftest import NewContext, connect, docs_copy, expect_closed, open_widget, say, screenshot
 
 DEPLOY = '/call deploy.deploy_service {"service":"orders"}'
 ROLLBACK = '/call release.rollback {"service":"orders"}'
@@ -90,55 +89,23 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoHub]:
 
 
 @pytest.fixture
-def context(browser: Browser) -> Iterator[BrowserContext]:
-    """A fresh browser with no cookies, sized as the README's screenshots are; page errors fail the test."""
-    errors: list[str] = []
-    context = browser.new_context(viewport={"width": 1000, "height": 700})
-    context.set_default_timeout(10_000)
-    context.on("page", lambda page: page.on("pageerror", lambda exc: errors.append(f"{page.url}: {exc}")))
-    yield context
-    context.close()
-    assert not errors, f"a page raised: {errors}"
-
-
-def open_demo(context: BrowserContext, demo: DemoHub) -> Page:
-    page = context.new_page()
-    page.goto(demo.url + "/")
-    page.wait_for_selector("body[data-ready=true]")
-    return page
-
-
-def say(page: Page, text: str) -> None:
-    page.fill("#message", text)
-    page.keyboard.press("Enter")
-
-
-def expect_closed(prompt: Locator, state: str) -> None:
-    """The prompt shows `state` and none of its controls can be used any more."""
-    expect(prompt).to_have_attribute("data-state", state)
-    expect(prompt.locator(".status")).to_have_text(state.capitalize())
-    for control in prompt.locator("input, select, button").all():
-        expect(control).to_be_disabled()
+def context(new_context: NewContext) -> BrowserContext:
+    """A fresh browser with no cookies, sized as the README's screenshots are."""
+    return new_context(viewport={"width": 1000, "height": 700})
 
 
 def snapshot(page: Page, name: str, docs_name: str, *, height: int = 700) -> None:
     """The window at 1000 x `height`; also the README's image when asked to update those."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / name
     page.set_viewport_size({"width": 1000, "height": height})
     page.locator("#message").blur()  # no focus ring or caret in the picture
-    page.screenshot(path=str(path))
+    screenshot(page, None, name, copy_to=docs_copy(docs_name))
     page.set_viewport_size({"width": 1000, "height": 700})
-    target = docs_copy(docs_name)
-    if target is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
 
 
 def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
     demo: DemoHub, context: BrowserContext
 ) -> None:
-    page = open_demo(context, demo)
+    page = open_widget(context, demo.url)
     expect(page.locator("#who")).to_have_text("Signed in as dev")
     say(page, "hello")
     help_text = page.locator(".message.assistant > .text")
@@ -197,7 +164,7 @@ def test_the_tracker_is_connected_in_a_consent_popup_and_then_answers_without_as
     # The widget closes the popup as soon as it learns the outcome, which is often before the callback page has
     # even arrived; here the page's handle on the popup cannot close it, so the test reads what a person would.
     context.add_init_script(KEEP_POPUPS_OPEN)
-    page = open_demo(context, demo)
+    page = open_widget(context, demo.url)
     expect(page.locator("#who")).to_have_text("Signed in as dev")
 
     say(page, LIST_ISSUES)
@@ -232,9 +199,7 @@ def test_the_tracker_is_connected_in_a_consent_popup_and_then_answers_without_as
 def consent(page: Page, prompt: Locator, decision: str) -> str | None:
     """Connect, answer the tracker's consent page in the popup, and return what the hub's callback page says
     (None if that page closed itself first)."""
-    with page.expect_popup() as opened:
-        prompt.get_by_role("button", name="Connect").click()
-    popup = opened.value
+    popup = connect(page, prompt)
     expect(popup.get_by_role("heading")).to_have_text("Allow elicithub demo to read your issues?")
     popup.get_by_role("button", name=decision).click()
     expect(prompt).not_to_have_attribute("data-state", "pending")
@@ -252,7 +217,7 @@ def consent(page: Page, prompt: Locator, decision: str) -> str | None:
 def test_the_demo_planner_delegates_to_the_travel_a2a_agent_whose_question_reaches_the_page(
     demo: DemoHub, context: BrowserContext
 ) -> None:
-    page = open_demo(context, demo)
+    page = open_widget(context, demo.url)
     book = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})
     say(page, "/call planner.delegate " + json.dumps({"message": book}))
     prompt = page.locator(".prompt", has_text="Which city are you flying from?")

@@ -23,11 +23,12 @@ from mcp_types import LATEST_PROTOCOL_VERSION
 from pydantic import ValidationError
 
 from elicithub.config import ServiceConfig
+from elicithub.errors import HubError
 
 log = logging.getLogger(__name__)
 
 
-class OAuthProblem(Exception):
+class OAuthProblem(HubError):
     """The authorization server could not be found, or refused us; the message is safe to show a person."""
 
 

@@ -13,9 +13,10 @@ from cryptography.fernet import Fernet, InvalidToken
 from elicithub.auth.keys import Keys
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.tickets import OnceTickets
+from elicithub.errors import BadRequest
 
 
-class BadLink(Exception):
+class BadLink(BadRequest):
     """The link token is tampered with, expired, or not one of ours."""
 
 

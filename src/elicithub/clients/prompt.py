@@ -13,12 +13,13 @@ from typing import Any
 
 from elicithub.core.elicitation import Answer
 from elicithub.core.schema import validate_content
+from elicithub.errors import HubError
 
 HELP = "(Enter keeps a default; type /decline or /cancel to refuse; Ctrl-C cancels)"
 _OMIT = object()
 
 
-class _Refused(Exception):
+class _Refused(HubError):
     def __init__(self, action: str) -> None:
         super().__init__(action)
         self.action = action

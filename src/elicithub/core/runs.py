@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import quote
 
+from elicithub.errors import HubError
+
 Message = dict[str, Any]
 """A chat message in OpenAI's shape; tool messages also carry a private `is_error` flag."""
 
@@ -113,7 +115,7 @@ _NEXT: dict[tuple[RunStatus, RunChange], RunStatus] = {
 }
 
 
-class RunTransitionError(ValueError):
+class RunTransitionError(HubError):
     """A change that the run's status does not allow (a finished run never runs again)."""
 
 

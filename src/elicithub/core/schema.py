@@ -10,6 +10,8 @@ from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from elicithub.errors import HubError
+
 __all__ = ["FieldError", "SchemaError", "apply_defaults", "validate_content", "validate_requested_schema"]
 
 # The SDK's pydantic models for primitive schema definitions (mcp_types._v2025_11_25) are deliberately not used:
@@ -33,10 +35,11 @@ _FORMAT_MESSAGES = {
 }
 
 
-class SchemaError(ValueError):
+class SchemaError(HubError, ValueError):
     """requestedSchema is not a valid flat elicitation schema.
 
-    The message names the offending property, e.g. "property 'address': nested objects are not allowed".
+    The message names the offending property, e.g. "property 'address': nested objects are not allowed". Also a
+    ValueError, as it always was: code that checks a schema like any other value (`except ValueError`) still works.
     """
 
 
@@ -48,7 +51,7 @@ class FieldError:
     message: str
 
 
-class _Invalid(Exception):
+class _Invalid(SchemaError):
     """Raised by property checks; validate_requested_schema prefixes the property name."""
 
 

@@ -12,13 +12,12 @@ import mcp_types as mt
 
 from elicithub.core.elicitation import Answer, Invalid, Resolve, decide, new_elicitation, utcnow
 from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.testing.errors import TestRunnerError
 from elicithub.testing.suite import Fixture
 
 
-class TestFailure(Exception):
+class TestFailure(TestRunnerError):
     """The test fails; the message says why, in terms of the suite."""
-
-    __test__ = False  # not a pytest test class, whatever its name
 
 
 @dataclass(frozen=True)

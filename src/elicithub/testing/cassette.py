@@ -18,12 +18,14 @@ from typing import Any, Literal
 
 import yaml
 
+from elicithub.testing.errors import TestRunnerError
+
 FORMAT = "elicithub-cassette/1"
 Side = Literal["client", "server"]
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?")
 
 
-class CassetteError(Exception):
+class CassetteError(TestRunnerError):
     """A cassette is missing or unreadable."""
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from elicithub.testing.errors import TestRunnerError
 from elicithub.testing.runner import Outcome, RunOptions, run_test
 from elicithub.testing.suite import LoadedSuite, SuiteError, TestSpec, load_suite
 
@@ -28,7 +29,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     return None
 
 
-class SuiteFailed(Exception):
+class SuiteFailed(TestRunnerError):
     """A YAML test failed; `outcome` holds its reasons."""
 
     def __init__(self, outcome: Outcome) -> None:

@@ -8,11 +8,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.testing.errors import TestRunnerError
+
 DEFAULT_MAX_ROUNDS = 5
 DEFAULT_TIMEOUT_S = 60.0
 
 
-class SuiteError(Exception):
+class SuiteError(TestRunnerError):
     """A suite file cannot be used; the message names the file, and each problem's key path and line."""
 
 

@@ -17,6 +17,7 @@ from elicithub.auth.vault import Credential, Vault
 from elicithub.config import ServiceConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_elicitation
+from elicithub.errors import HubError
 from elicithub.runtime.tools import CallContext
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ REFRESH_MARGIN_S = 60.0
 NOT_PROVIDED = "Authentication required but not provided."
 
 
-class CredentialRefused(Exception):
+class CredentialRefused(HubError):
     """No credential, and none coming: the message is the tool error the model sees."""
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from elicithub.core.elicitation import Answer, Elicitation, Invalid, Resolve, State, decide, new_elicitation, utcnow
+from elicithub.core.elicitation import Answer, Invalid, Resolve, State, decide, utcnow
 from elicithub.core.schema import FieldError, validate_requested_schema
 from elicithub.surfaces.slack.blocks import content_of, ended_message, form_view, modal_errors, question_message
+from tests.core_fixtures import question
 from tests.surfaces.slack.conftest import submission
 
 MANY = [f"option-{i}" for i in range(12)]
@@ -27,13 +28,6 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["name", "size", "count"],
 }
-
-
-def elicitation(schema: dict[str, Any]) -> Elicitation:
-    return new_elicitation(
-        conversation_id="c", user_id="alice", run_id="r", mode="form", message="Set <it> up & go", timeout_s=60,
-        requested_schema=schema,
-    )  # fmt: skip
 
 
 def elements(view: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -90,13 +84,13 @@ def test_a_submitted_modal_reads_back_as_content_that_fits_the_schema() -> None:
         "tags": ["option-1", "option-11"],
         "notify": False,  # unticked is an answer, not a gap the default would fill
     }
-    assert isinstance(decide(elicitation(SCHEMA), Answer("accept", content), utcnow()), Resolve)
+    assert isinstance(decide(question(requested_schema=SCHEMA), Answer("accept", content), utcnow()), Resolve)
 
 
 def test_schema_errors_become_errors_on_their_blocks() -> None:
     view = form_view("eli_1", "?", SCHEMA)
     values = submission("UALICE", view, {"Name": "x", "count": "2.5"})["view"]["state"]["values"]
-    decision = decide(elicitation(SCHEMA), Answer("accept", content_of(SCHEMA, values)), utcnow())
+    decision = decide(question(requested_schema=SCHEMA), Answer("accept", content_of(SCHEMA, values)), utcnow())
     assert isinstance(decision, Invalid)
     blocks = {b["label"]["text"]: b["block_id"] for b in view["blocks"] if b["type"] == "input"}
     assert modal_errors(SCHEMA, decision.errors) == {
@@ -116,4 +110,4 @@ def test_a_question_message_ends_without_buttons() -> None:
         text, ended = ended_message("url", "Tracker requires authentication.", outcome)
         assert label in text and all(b["type"] != "actions" for b in ended)
     assert "Answered" in ended_message("form", "Which region?", "accepted")[0]
-    assert elicitation(SCHEMA).state is State.PENDING
+    assert question(requested_schema=SCHEMA).state is State.PENDING

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from elicithub.core.elicitation import Answer, Invalid, Resolve, decide, new_elicitation, utcnow
+from elicithub.core.elicitation import Answer, Invalid, Resolve, decide, utcnow
 from elicithub.surfaces.slack.blocks import content_of, form_view, suggestions
 from elicithub.surfaces.slack.choices import MAX_OPTIONS, OPTION_TEXT_MAX, OPTION_VALUE_MAX, Choices
+from tests.core_fixtures import question
 from tests.servers.mrtr_server import LONG_VALUE, PICK
 from tests.surfaces.slack.conftest import ALICE, BOB, SlackHub, submission, suggestion
 from tests.surfaces.slack.standin import SlackStandIn
@@ -60,10 +61,7 @@ def test_a_value_too_long_for_slack_is_sent_as_its_position_and_mapped_back_exac
     assert within_slack_limits(options_in(view))
     content = answered(schema, view, "1")
     assert content == {"pick": LONG_VALUE}
-    elicitation = new_elicitation(
-        conversation_id="c", user_id="alice", run_id="r", mode="form", message="?", timeout_s=60,
-        requested_schema=schema,
-    )  # fmt: skip
+    elicitation = question(requested_schema=schema)
     assert isinstance(decide(elicitation, Answer("accept", content), utcnow()), Resolve)
     # An option value that stands for no choice is not guessed at: the schema check refuses it by name.
     stray = content_of(schema, {"q0": {"value": {"selected_option": {"value": "7"}}}})

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from elicithub.errors import HubError
+
 T = TypeVar("T")
 
 _Op = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]
@@ -16,7 +18,7 @@ _Done = tuple["asyncio.Future[Any]", Any, BaseException | None]
 """An op's future, with its result or its error."""
 
 
-class _Failed(Exception):
+class _Failed(HubError):
     """A statement batch failed and was rolled back (its cause says why)."""
 
 

@@ -27,10 +27,10 @@ from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.config import SlackConfig
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
-from elicithub.errors import SlackUnusable
+from elicithub.errors import QuestionRefused, SlackUnusable
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.slack import blocks
-from elicithub.surfaces.slack.questions import Questions, Refused
+from elicithub.surfaces.slack.questions import Questions
 from elicithub.surfaces.slack.records import SlackRecords, Thread, conversation_for
 from elicithub.surfaces.slack.thread import ThreadWriter
 
@@ -142,7 +142,7 @@ class SlackSurface:
             slack_user = str(body["user"]["id"])
             try:
                 await self.questions.press(action["action_id"], str(action["value"]), slack_user, body["trigger_id"])
-            except Refused as exc:
+            except QuestionRefused as exc:
                 channel = str((body.get("channel") or {}).get("id") or body["container"]["channel_id"])
                 thread_ts = (body.get("message") or {}).get("thread_ts")
                 await self.questions.tell(channel, slack_user, thread_ts, str(exc))

@@ -11,16 +11,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
-from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
+from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound, QuestionRefused
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces.slack import blocks
 from elicithub.surfaces.slack.records import Question, SlackRecords, Thread
 
 NOT_OPEN = "This question is no longer open."
-
-
-class Refused(Exception):
-    """A press or a submit that changes nothing; the message tells the person why."""
 
 
 class Questions:
@@ -105,19 +101,19 @@ class Questions:
         """The question and its elicitation, if `slack_user` is the one it was asked of and it is still open."""
         question = await self.records.question(elicitation_id)
         if question is None:
-            raise Refused(NOT_OPEN)
+            raise QuestionRefused(NOT_OPEN)
         if slack_user != question.slack_user or self.users.get(slack_user) != question.user_id:
-            raise Refused(f"This question is for <@{question.slack_user}>.")
+            raise QuestionRefused(f"This question is for <@{question.slack_user}>.")
         try:
             elicitation = await self.conversations.question(_caller(question), elicitation_id)
         except NotFound:
-            raise Refused(NOT_OPEN) from None
+            raise QuestionRefused(NOT_OPEN) from None
         if not is_open(elicitation):
-            raise Refused(_ended(elicitation))
+            raise QuestionRefused(_ended(elicitation))
         return question, elicitation
 
     async def press(self, action_id: str, elicitation_id: str, slack_user: str, trigger_id: str) -> None:
-        """A button of a question's message; raises Refused."""
+        """A button of a question's message; raises QuestionRefused."""
         question, elicitation = await self.asked(elicitation_id, slack_user)
         if action_id == blocks.CONNECT:
             await self.hand_link(question, elicitation)
@@ -132,7 +128,7 @@ class Questions:
         or once the question has ended."""
         try:
             _, elicitation = await self.asked(elicitation_id, slack_user)
-        except Refused:
+        except QuestionRefused:
             return []
         return blocks.suggestions(elicitation.requested_schema or {}, block_id, typed)
 
@@ -140,29 +136,29 @@ class Questions:
         """A submitted modal: what to answer Slack with (nothing closes it; errors keep it open per field)."""
         try:
             question, elicitation = await self.asked(elicitation_id, slack_user)
-        except Refused as exc:
+        except QuestionRefused as exc:
             return {"response_action": "update", "view": blocks.notice_view("Not answered", str(exc))}
         schema = elicitation.requested_schema or {}
         try:
             await self.respond(question, Answer("accept", blocks.content_of(schema, values)))
         except InvalidContent as exc:
             return {"response_action": "errors", "errors": blocks.modal_errors(schema, exc.errors)}
-        except Refused as exc:
+        except QuestionRefused as exc:
             return {"response_action": "update", "view": blocks.notice_view("Not answered", str(exc))}
         return {}
 
     async def respond(self, question: Question, answer: Answer) -> None:
-        """Answer through the conversation service, as the asked hub user; raises InvalidContent or Refused."""
+        """Answer through the conversation service, as the asked hub user; raises InvalidContent or QuestionRefused."""
         try:
             await self.conversations.answer(_caller(question), question.elicitation_id, answer)
         except InvalidContent:
             raise
         except Expired:
-            raise Refused("This question has expired.") from None
+            raise QuestionRefused("This question has expired.") from None
         except AlreadyResolved:
-            raise Refused("This question was already answered.") from None
+            raise QuestionRefused("This question was already answered.") from None
         except HubError as exc:
-            raise Refused(str(exc)) from None
+            raise QuestionRefused(str(exc)) from None
 
     async def tell(self, channel: str, slack_user: str, thread_ts: str | None, text: str) -> None:
         """An ephemeral note to one person."""

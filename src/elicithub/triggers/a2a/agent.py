@@ -21,11 +21,11 @@ from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer
 from elicithub.core.runs import Pause
-from elicithub.errors import HubError
+from elicithub.errors import HubError, QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
-from elicithub.triggers.a2a.questions import Refused, Round, answer_message, build_round, status_text
+from elicithub.triggers.a2a.questions import Round, answer_message, build_round, status_text
 from elicithub.triggers.a2a.task import INTERRUPTED, TERMINAL, TaskLink
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 
@@ -161,7 +161,7 @@ class A2aAgentTrigger:
             if isinstance(first, Message):
                 return ToolOutcome(get_message_text(first))
             return await self._drive(link, first, context, 0, None)
-        except Refused as exc:
+        except QuestionRefused as exc:
             return ToolOutcome(str(exc), is_error=True)
         except Exception as exc:  # whatever the agent or the SDK raises ends this call, never the run
             if not started and _unauthorized(exc):
@@ -198,7 +198,7 @@ class A2aAgentTrigger:
                     )
                 try:
                     round_ = build_round(task, self.agent, context, self.shared.timeout_s)
-                except Refused:
+                except QuestionRefused:
                     await link.cancel(task)
                     raise
                 pause = _pause_for(task, round_, rounds)
@@ -315,7 +315,7 @@ class A2aAgentTrigger:
         )
 
 
-class _Rejected(Exception):
+class _Rejected(HubError):
     """The agent refused the credential (401) before any task was started."""
 
 

@@ -22,16 +22,13 @@ from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation, utcnow
 from elicithub.core.jsonwire import whole_numbers
 from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext, cannot_ask
 
 PLAIN = "answer"
 """The key (and the one field) of a question asked in words."""
 
 _LINK = re.compile(r"https?://[^\s<>\"')\]]+")
-
-
-class Refused(Exception):
-    """A question the hub cannot ask; the message is the tool error the model sees."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +73,7 @@ def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout
     mode = "url" if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED else "form"
     if not context.can_show(mode) or context.user_id is None:
         needs = f"The A2A agent {agent.id} needs input from the user ({status_text(task)!r})"
-        raise Refused(cannot_ask(context, needs, mode))
+        raise QuestionRefused(cannot_ask(context, needs, mode))
     common: dict[str, Any] = {
         "conversation_id": context.conversation_id,
         "user_id": context.user_id,
@@ -91,7 +88,7 @@ def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout
     if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED:
         url = _link(task)
         if url is None:
-            raise Refused(f"The A2A agent {agent.id} asked for authentication without a link to sign in with.")
+            raise QuestionRefused(f"The A2A agent {agent.id} asked for authentication without a link to sign in with.")
         message = text or f"{agent.display_name} requires authentication. Sign in to continue."
         return Round([PLAIN], [new_elicitation(mode="url", url=url, message=message, **common)], False)
     message = text or f"{agent.display_name} needs more input."
@@ -119,13 +116,13 @@ def _from_event(event: dict[str, Any], agent: A2aAgentConfig, common: dict[str, 
     if event.get("mode") == "url":
         url = event.get("url")
         if not isinstance(url, str) or not _is_http(url):
-            raise Refused(f"The A2A agent {agent.id} asked the user to open a link that is not http(s).")
+            raise QuestionRefused(f"The A2A agent {agent.id} asked the user to open a link that is not http(s).")
         return new_elicitation(mode="url", url=url, message=message, **common)
     schema = whole_numbers(event.get("requestedSchema"))
     try:
         validate_requested_schema(schema)
     except SchemaError as exc:
-        raise Refused(f"The A2A agent {agent.id} asked an invalid question: {exc}") from None
+        raise QuestionRefused(f"The A2A agent {agent.id} asked an invalid question: {exc}") from None
     return new_elicitation(mode="form", requested_schema=schema, message=message, **common)
 
 

@@ -6,7 +6,7 @@ import httpx2
 
 from elicithub.config import McpServerConfig
 from elicithub.triggers.http import pooled_client
-from elicithub.triggers.mcp.questions import Question, Refused
+from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import EmptyRound, RoundsExceeded, drive_rounds, is_input_required
 from elicithub.triggers.mcp.server import McpServerTrigger, McpShared
 
@@ -26,7 +26,6 @@ __all__ = [
     "McpServerTrigger",
     "McpShared",
     "Question",
-    "Refused",
     "RoundsExceeded",
     "downstream_client",
     "drive_rounds",

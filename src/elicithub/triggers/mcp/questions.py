@@ -11,12 +11,9 @@ from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.errors import QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, cannot_ask
-
-
-class Refused(Exception):
-    """A question the hub will not ask; the message is the tool error the model sees."""
 
 
 class Question:
@@ -43,7 +40,7 @@ class Question:
         mode = "url" if isinstance(params, mt.ElicitRequestURLParams) else "form"
         if not self.context.can_show(mode) or self.context.user_id is None:
             needs = f"Tool {name} needs input from the user ({params.message!r})"
-            raise Refused(cannot_ask(self.context, needs, mode))
+            raise QuestionRefused(cannot_ask(self.context, needs, mode))
         common: dict[str, Any] = {
             "conversation_id": self.context.conversation_id,
             "user_id": self.context.user_id,
@@ -55,13 +52,15 @@ class Question:
         if isinstance(params, mt.ElicitRequestURLParams):
             parts = urlsplit(params.url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise Refused(f"Tool {name} asked the user to open a link that is not http(s); it was not shown.")
+                raise QuestionRefused(
+                    f"Tool {name} asked the user to open a link that is not http(s); it was not shown."
+                )
             return new_elicitation(mode="url", url=params.url, **common)
         schema: dict[str, Any] = dict(params.requested_schema)
         try:
             validate_requested_schema(schema)
         except SchemaError as exc:
-            raise Refused(f"Tool {name} asked an invalid question: {exc}") from None
+            raise QuestionRefused(f"Tool {name} asked an invalid question: {exc}") from None
         return new_elicitation(mode="form", requested_schema=schema, **common)
 
     def result(self, elicitation: Elicitation, resolution: Resolution) -> mt.ElicitResult:

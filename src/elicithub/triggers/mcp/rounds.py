@@ -9,19 +9,21 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as mt
 
+from elicithub.errors import HubError
+
 ResultT = TypeVar("ResultT")
 
 STATE_ONLY_BACKOFF_S = (0.05, 0.25)
 """First and longest sleep before retrying a round that carries only `requestState` (the SDK's values)."""
 
 
-class RoundsExceeded(RuntimeError):
+class RoundsExceeded(HubError):
     def __init__(self, max_rounds: int) -> None:
         super().__init__(f"kept asking for input for more than {max_rounds} rounds")
         self.max_rounds = max_rounds
 
 
-class EmptyRound(ValueError):
+class EmptyRound(HubError):
     def __init__(self) -> None:
         super().__init__("it returned an input-required result with nothing to ask and no requestState")
 

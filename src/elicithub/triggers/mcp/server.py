@@ -22,12 +22,13 @@ from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import Message, Pause
+from elicithub.errors import QuestionRefused
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.catalogue import Catalogue
-from elicithub.triggers.mcp.questions import Question, Refused
+from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
 
@@ -162,7 +163,7 @@ class McpServerTrigger:
             result = await self._attempt(tool, arguments, question, resume, auth)
         except Exception as exc:
             refused = _leaf(exc)
-            if isinstance(refused, Refused):
+            if isinstance(refused, QuestionRefused):
                 return ToolOutcome(str(refused), is_error=True)
             if isinstance(refused, RoundsExceeded):
                 return ToolOutcome(
@@ -232,7 +233,7 @@ class McpServerTrigger:
             responses = await self._fulfil(round_, question, rounds, answered)
             answered = None
             if question.failure is not None:
-                raise Refused(question.failure)
+                raise QuestionRefused(question.failure)
             return responses
 
         if answered is not None and answered.state.get("input_requests"):
@@ -254,7 +255,9 @@ class McpServerTrigger:
             elif isinstance(request, mt.CreateMessageRequest):
                 sampled = await self._sample(None, request.params)
                 if isinstance(sampled, mt.ErrorData):
-                    raise Refused(f"Tool {question.server_id}.{question.tool} needs sampling: {sampled.message}")
+                    raise QuestionRefused(
+                        f"Tool {question.server_id}.{question.tool} needs sampling: {sampled.message}"
+                    )
                 responses[key] = sampled
         if answered is not None:
             responses.update(await question.answers_to(answered))
@@ -297,7 +300,7 @@ async def _on_elicit(context: ClientRequestContext, params: mt.ElicitRequestPara
         return mt.ErrorData(code=mt.INVALID_REQUEST, message="No user is waiting for this request.")
     try:
         return await question.ask(params)
-    except Refused as exc:
+    except QuestionRefused as exc:
         question.failure = str(exc)
         return mt.ErrorData(code=mt.INVALID_REQUEST, message=str(exc))
 
