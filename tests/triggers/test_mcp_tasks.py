@@ -21,6 +21,7 @@ from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryElicitations
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers
 from tests.conftest import ServedInThread, served
+from tests.servers.core_tasks_server import build as build_core
 from tests.servers.tasks_server import TaskBook, build
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +198,34 @@ async def test_tasks_off_does_not_offer_them(tasks_server: TaskServer, call: Cal
     outcome = await trigger(tasks_server, call, http, tasks="off").call("migrate", {}, call.context())
     assert outcome.is_error and "Missing required client capability" in outcome.text
     assert tasks_server.book.tasks == {}
+
+
+@pytest.fixture
+def core_server() -> Iterator[TaskServer]:
+    server, book = build_core()
+    with served(server.streamable_http_app()) as running:
+        yield TaskServer(running, book)
+
+
+async def test_a_2025_11_25_task_asks_on_its_result_stream(core_server: TaskServer, call: Call, http: Any) -> None:
+    wh = trigger(core_server, call, http, protocol="legacy")
+    running = asyncio.create_task(wh.call("migrate", {"name": "orders"}, call.context()))
+    asked = await call.answer("accept", {"confirm": True})
+    assert asked.context["taskId"] == "task-1"
+    assert await finish(running) == ToolOutcome("migrate orders done ({'confirm': True}).")
+    assert core_server.book.calls["migrate"] == 1
+
+
+async def test_a_2025_11_25_task_the_person_cancels_is_cancelled(
+    core_server: TaskServer, call: Call, http: Any
+) -> None:
+    wh = trigger(core_server, call, http, protocol="legacy")
+    running = asyncio.create_task(wh.call("migrate", {}, call.context()))
+    await call.answer("cancel")
+    assert (await finish(running)).is_error
+    assert core_server.book.cancelled == ["task-1"]
+
+
+async def test_a_failed_2025_11_25_task_is_a_tool_error(core_server: TaskServer, call: Call, http: Any) -> None:
+    outcome = await trigger(core_server, call, http, protocol="legacy").call("explode", {}, call.context())
+    assert outcome == ToolOutcome("Tool wh.explode did not finish: the disk is full", is_error=True)
