@@ -280,3 +280,12 @@ def test_an_agent_may_use_an_a2a_agent_as_a_tool() -> None:
     assert (
         error_of({"a2a_agents": [agent()], "agents": [{"id": "travel"}]}) == "agents.0.id: travel is also a server id"
     )
+
+
+def test_tasks_is_auto_unless_set_and_a_bad_value_names_its_key_path() -> None:
+    server = {"id": "deploy", "url": "http://127.0.0.1:9100/mcp"}
+    assert parse_config({"mcp_servers": [server]}).mcp_servers[0].tasks == "auto"
+    assert parse_config({"mcp_servers": [{**server, "tasks": "off"}]}).mcp_servers[0].tasks == "off"
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({"mcp_servers": [{**server, "tasks": "sometimes"}]})
+    assert "mcp_servers[0].tasks: must be one of auto, on, off" in str(excinfo.value)

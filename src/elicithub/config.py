@@ -127,6 +127,10 @@ class McpServerConfig(ServiceConfig):
     # Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
     # legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create).
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
+    # Whether calls may become MCP tasks: auto offers them where the server supports them (2026-07-28: the tasks
+    # extension on every request; 2025-11-25: tools whose taskSupport allows it); on calls every 2025-11-25 tool as
+    # a task; off never offers one.
+    tasks: Literal["auto", "on", "off"] = "auto"
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

@@ -57,6 +57,11 @@ class Asker:
         resume, self._resume = self._resume, None
         return resume
 
+    async def active(self) -> bool:
+        """Whether the run still has its conversation: a call working on without asking (a downstream task) stops
+        once a new message has superseded it."""
+        return await self._active()
+
     def forget_earlier(self) -> None:
         """The call went past where it was interrupted: the questions it asks from now on are new ones, even when
         they read like one asked before (a downstream task that asks the same again in a later round)."""

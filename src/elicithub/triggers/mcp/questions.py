@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,6 +30,14 @@ class Question:
         """Set when a question ended the call on our side (unsupported, expired); it becomes the tool error."""
         self.asked = False
         """Whether the call has asked anything yet (so the server saw it: it must not be sent again)."""
+        self.task_id: str | None = None
+        """The downstream task the call became, named in its questions' context."""
+        self.task_state: dict[str, Any] | None = None
+        """What a 2025-11-25 task's question records on the pause (in place of a rerun)."""
+        self.cancel_task: Callable[[], Awaitable[object]] | None = None
+        """Cancels the 2025-11-25 task when the person cancels its question (or it expires)."""
+        self.round_ids: dict[str, str] = {}
+        """The hub's elicitation ids of the last round asked, by the server's keys."""
 
     @property
     def asker(self) -> Asker:
@@ -49,6 +58,8 @@ class Question:
             "timeout_s": self.timeout_s,
             "context": {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool},
         }
+        if self.task_id is not None:
+            common["context"]["taskId"] = self.task_id
         if isinstance(params, mt.ElicitRequestURLParams):
             parts = urlsplit(params.url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -75,27 +86,49 @@ class Question:
         return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
 
     async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
-        """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again."""
+        """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again (or,
+        in a task, the task's `tasks/result` is read again, and the server asks the same again)."""
         self.asked = True
         elicitation = self.build(params)
-        [resolution] = await self.asker.ask([elicitation], trigger="mcp", state={"kind": "rerun"})
-        return self.result(elicitation, resolution)
+        state = self.task_state or {"kind": "rerun"}
+        [resolution] = await self.asker.ask([elicitation], trigger="mcp", state=state)
+        result = self.result(elicitation, resolution)
+        if result.action == "cancel" and self.cancel_task is not None:
+            await self.cancel_task()
+        return result
 
     async def ask_all(
         self, requests: dict[str, mt.ElicitRequest], round_: mt.InputRequiredResult, rounds: int
     ) -> dict[str, mt.ElicitResult]:
         """One 2026-07-28 round: every question is shown at once and answered independently."""
-        self.asked = True
-        keys = list(requests)
-        elicitations = [self.build(requests[k].params) for k in keys]
         state = {
             "kind": "mrtr",
             "request_state": round_.request_state,
             "input_requests": round_.model_dump(by_alias=True, mode="json", exclude_none=True),
             "rounds": rounds,
         }
+        return await self.ask_round(requests, state)
+
+    async def ask_round(
+        self, requests: dict[str, mt.ElicitRequest], state: dict[str, Any]
+    ) -> dict[str, mt.ElicitResult]:
+        """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart)."""
+        self.asked = True
+        keys = list(requests)
+        elicitations = [self.build(requests[k].params) for k in keys]
         resolutions = await self.asker.ask(elicitations, trigger="mcp", keys=keys, state=state)
+        self.round_ids = {k: r.elicitation_id for k, r in zip(keys, resolutions, strict=True)}
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
+
+    async def note(self, state: dict[str, Any], elicitation_ids: dict[str, str] | None = None) -> None:
+        """Records where the call is on the run's pause without asking (a call that cannot ask has no run to
+        resume: nothing to record)."""
+        if self.context.asker is not None:
+            await self.context.asker.checkpoint("mcp", state, elicitation_ids)
+
+    async def still_wanted(self) -> bool:
+        """Whether the run still has its conversation (a new message moves it on)."""
+        return self.context.asker is None or await self.context.asker.active()
 
     async def answers_to(self, pause: Pause) -> dict[str, mt.ElicitResult]:
         """The answers to a round asked before a restart: waits for any still open."""

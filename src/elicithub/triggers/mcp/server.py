@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
@@ -31,6 +32,8 @@ from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
+from elicithub.triggers.mcp.task_wire import TaskHandle, TasksExtension
+from elicithub.triggers.mcp.tasks import Sleep, TaskFollower, TaskProgress, is_task_pause, start_core_task
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ class McpShared:
     sampler: Model | None = None
     gate: CredentialGate | None = None
     listings: KeyValueStore | None = None  # where user-scoped servers' tool listings are kept for everyone
+    task_sleep: Sleep = anyio.sleep  # the wait between two polls of a downstream task (tests step it)
 
 
 class McpServerTrigger:
@@ -63,6 +67,7 @@ class McpServerTrigger:
         self.max_rounds = shared.max_rounds
         self.sampler = shared.sampler
         self.gate = shared.gate
+        self.task_sleep = shared.task_sleep
         self.catalogue = Catalogue(server, self._fetch_tools, shared.gate, shared.listings)
         self._sessions = Sessions(self._client, server.id) if server.url is not None else None
 
@@ -88,6 +93,7 @@ class McpServerTrigger:
             list_roots_callback=_no_roots,
             client_info=CLIENT_INFO,
             cache=None,
+            extensions=[TasksExtension()] if self.server.tasks != "off" else None,
         )
 
     @contextlib.asynccontextmanager
@@ -216,21 +222,45 @@ class McpServerTrigger:
     async def _rounds(
         self, client: Client, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None
     ) -> mt.CallToolResult:
-        """The call, its 2026-07-28 rounds asked of the person; with an `mrtr` resume point (after a restart), it
-        goes on from the round it waited in, answered with what was given since."""
+        """The call, its 2026-07-28 rounds asked of the person, and the task it may become followed to its end; with
+        an `mrtr` resume point (after a restart) it goes on from the round it waited in, answered with what was given
+        since, and with a `task` one it goes on following that task (never calling the tool again)."""
+        follower = TaskFollower(
+            client.session,
+            question,
+            lambda round_, state: self._fulfil(round_, question, state, None),
+            max_rounds=self.max_rounds,
+            sleep=self.task_sleep,
+        )
+        if resume is not None and is_task_pause(resume):
+            return await follower.follow(TaskProgress.from_pause(resume), resume)
+        if await self._as_core_task(client, tool):
+            handle = await start_core_task(client.session, tool, arguments)
+            return await follower.follow(TaskProgress.created(handle, "2025-11-25"))
 
         async def retry(
             responses: mt.InputResponses | None, request_state: str | None
-        ) -> mt.CallToolResult | mt.InputRequiredResult:
+        ) -> mt.CallToolResult | mt.InputRequiredResult | mt.Result:
             return await client.session.call_tool(
-                tool, arguments, input_responses=responses, request_state=request_state, allow_input_required=True
+                tool,
+                arguments,
+                input_responses=responses,
+                request_state=request_state,
+                allow_input_required=True,
+                allow_claimed=True,
             )
 
         answered = resume if resume is not None and resume.state.get("kind") == "mrtr" else None
 
         async def fulfil(round_: mt.InputRequiredResult, rounds: int) -> mt.InputResponses:
             nonlocal answered
-            responses = await self._fulfil(round_, question, rounds, answered)
+            state = {
+                "kind": "mrtr",
+                "request_state": round_.request_state,
+                "input_requests": round_.model_dump(by_alias=True, mode="json", exclude_none=True),
+                "rounds": rounds,
+            }
+            responses = await self._fulfil(round_, question, state, answered)
             answered = None
             if question.failure is not None:
                 raise QuestionRefused(question.failure)
@@ -239,13 +269,36 @@ class McpServerTrigger:
         if answered is not None and answered.state.get("input_requests"):
             waiting = mt.InputRequiredResult.model_validate(answered.state["input_requests"])
             rounds = int(answered.state.get("rounds", 1)) - 1
-            return await drive_rounds(waiting, fulfil=fulfil, retry=retry, max_rounds=self.max_rounds, rounds=rounds)
-        first = await retry(None, None)
-        return await drive_rounds(first, fulfil=fulfil, retry=retry, max_rounds=self.max_rounds)
+            result = await drive_rounds(waiting, fulfil=fulfil, retry=retry, max_rounds=self.max_rounds, rounds=rounds)
+        else:
+            result = await drive_rounds(await retry(None, None), fulfil=fulfil, retry=retry, max_rounds=self.max_rounds)
+        if isinstance(result, TaskHandle):
+            return await follower.follow(TaskProgress.created(result, "2026-07-28"))
+        if not isinstance(result, mt.CallToolResult):
+            raise TypeError(f"it answered tools/call with a {type(result).__name__}")
+        return result
+
+    async def _as_core_task(self, client: Client, tool: str) -> bool:
+        """Whether a 2025-11-25 call goes as a task: `tasks: on` always; `auto` when the server can run tool calls
+        as tasks and the tool allows it (a tool that requires it fails otherwise)."""
+        session = client.session
+        if self.server.tasks == "off" or session.protocol_version != "2025-11-25":
+            return False
+        if self.server.tasks == "on":
+            return True
+        capabilities = session.server_capabilities
+        tasks = capabilities.tasks if capabilities is not None else None
+        if tasks is None or tasks.requests is None or tasks.requests.tools is None or tasks.requests.tools.call is None:
+            return False
+        listed = await client.list_tools()
+        execution = next((t.execution for t in listed.tools if t.name == tool), None)
+        return execution is not None and execution.task_support in ("optional", "required")
 
     async def _fulfil(
-        self, round_: mt.InputRequiredResult, question: Question, rounds: int, answered: Pause | None
+        self, round_: mt.InputRequiredResult, question: Question, state: dict[str, Any], answered: Pause | None
     ) -> mt.InputResponses:
+        """One round's requests answered: roots and sampling by the hub, elicitations by the person (`state`
+        recorded on the run's pause), or, for a round asked before a restart, with what they answered since."""
         requests = round_.input_requests or {}
         elicits = {k: r for k, r in requests.items() if isinstance(r, mt.ElicitRequest)}
         responses: mt.InputResponses = {}
@@ -262,7 +315,7 @@ class McpServerTrigger:
         if answered is not None:
             responses.update(await question.answers_to(answered))
         elif elicits:
-            responses.update(await question.ask_all(elicits, round_, rounds))
+            responses.update(await question.ask_round(elicits, state))
         return responses
 
     async def _sample(
