@@ -17,7 +17,8 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from elicithub.core.runs import Pause
-from elicithub.triggers.mcp.questions import Question, Refused
+from elicithub.errors import QuestionRefused
+from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded
 from elicithub.triggers.mcp.task_wire import (
     UNKNOWN_TASK,
@@ -201,7 +202,7 @@ class TaskFollower:
         responses = await self.fulfil(round_, progress.state(request_state))
         if self.question.failure is not None:  # a question expired
             await self._cancel(progress, "")
-            raise Refused(self.question.failure)
+            raise QuestionRefused(self.question.failure)
         if any(isinstance(r, mt.ElicitResult) and r.action == "cancel" for r in responses.values()):
             return await self._cancel(progress, f"The user cancelled the question; {self.name} was cancelled.")
         await self._answer(progress, responses, request_state)
