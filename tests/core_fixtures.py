@@ -140,6 +140,15 @@ class PostgresServer:
         self.psql(database, _TRUNCATE_HUB_TABLES)
         return self.url(database)
 
+    def kill_listeners(self, database: str = "elicithub") -> int:
+        """End the hubs' listening connections to this database, as a network failure would; how many."""
+        killed = self.psql(
+            "postgres",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            f"WHERE application_name = 'elicithub listener' AND datname = '{database}'",
+        )
+        return int(killed)
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=20)

@@ -16,6 +16,7 @@ from elicithub.store.postgres.schema import migrate
 log = logging.getLogger(__name__)
 
 CLOSE_S = 2.0
+LISTENER_NAME = "elicithub listener"
 
 
 class PostgresDb:
@@ -32,12 +33,13 @@ class PostgresDb:
         self._opening = asyncio.Lock()
         self._notice_handlers: dict[str, Callable[[str], object]] = {}
         self._restart_handlers: list[Callable[[], object]] = []
-        self.listener = Listener(self.connect, self._notice, self._restart)
+        self.listener = Listener(lambda: self.connect(LISTENER_NAME), self._notice, self._restart)
 
-    async def connect(self) -> asyncpg.Connection:
-        """A connection of its own, apart from the pool (the listener holds one for as long as it runs)."""
+    async def connect(self, name: str = "elicithub") -> asyncpg.Connection:
+        """A connection of its own, apart from the pool (the listener holds one for as long as it runs); `name`
+        is how `pg_stat_activity` shows it."""
         try:
-            return await asyncpg.connect(self._dsn, server_settings=self._settings)
+            return await asyncpg.connect(self._dsn, server_settings={**self._settings, "application_name": name})
         except (OSError, asyncpg.PostgresError) as exc:
             raise StoreUnusable(f"cannot connect to the Postgres store: {exc}") from exc
 
