@@ -18,10 +18,10 @@ UPDATE = """
 UPDATE elicithub_conversations SET version = $2, active = $3, updated_at = $4, data = $5
 WHERE key = $1 AND version = $6
 """
-PURGE = f"""
+PURGE = """
 WITH gone AS (
     DELETE FROM elicithub_conversations WHERE key IN (
-        SELECT key FROM elicithub_conversations WHERE NOT active AND updated_at < $1 LIMIT {PURGE_BATCH}
+        SELECT key FROM elicithub_conversations WHERE NOT active AND updated_at < $1 LIMIT $2
     )
     RETURNING key
 ), events AS (
@@ -61,7 +61,7 @@ class PostgresConversations:
         pool = await self._db.pool()
         count = 0
         while True:
-            deleted = int(await pool.fetchval(PURGE, idle_before))
+            deleted = int(await pool.fetchval(PURGE, idle_before, PURGE_BATCH))
             count += deleted
             if deleted < PURGE_BATCH:
                 return count

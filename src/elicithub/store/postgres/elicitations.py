@@ -28,9 +28,9 @@ SELECT pg_notify('{RESOLVED}', id) FROM done
 DUE = (
     "SELECT data FROM elicithub_elicitations WHERE state = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2"
 )
-PURGE = f"""
+PURGE = """
 DELETE FROM elicithub_elicitations WHERE id IN (
-    SELECT id FROM elicithub_elicitations WHERE resolved_at IS NOT NULL AND resolved_at < $1 LIMIT {PURGE_BATCH}
+    SELECT id FROM elicithub_elicitations WHERE resolved_at IS NOT NULL AND resolved_at < $1 LIMIT $2
 )
 """
 
@@ -70,7 +70,7 @@ class PostgresElicitations:
         pool = await self._db.pool()
         count = 0
         while True:
-            deleted = rows(await pool.execute(PURGE, resolved_before.timestamp()))
+            deleted = rows(await pool.execute(PURGE, resolved_before.timestamp(), PURGE_BATCH))
             count += deleted
             if deleted < PURGE_BATCH:
                 return count

@@ -14,9 +14,9 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.ex
 GET = "SELECT value FROM elicithub_kv WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)"
 TAKE = "DELETE FROM elicithub_kv WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2) RETURNING value"
 DELETE = "DELETE FROM elicithub_kv WHERE key = $1"
-PURGE = f"""
+PURGE = """
 DELETE FROM elicithub_kv WHERE key IN (
-    SELECT key FROM elicithub_kv WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT {PURGE_BATCH}
+    SELECT key FROM elicithub_kv WHERE expires_at IS NOT NULL AND expires_at <= $1 LIMIT $2
 )
 """
 
@@ -35,7 +35,7 @@ class PostgresKv:
         await pool.execute(PUT, key, value, None if ttl_s is None else now + ttl_s)
         self._writes += 1
         if self._writes % PURGE_EVERY == 0:
-            await pool.execute(PURGE, now)
+            await pool.execute(PURGE, now, PURGE_BATCH)
 
     async def get(self, key: str) -> bytes | None:
         pool = await self._db.pool()

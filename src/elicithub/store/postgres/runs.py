@@ -20,9 +20,9 @@ CLAIM = "UPDATE elicithub_runs SET owner = $3 WHERE run_id = $1 AND owner = $2"
 UNFINISHED = (
     "SELECT owner, data FROM elicithub_runs WHERE status <> 'finished' AND owner <> $1 ORDER BY random() LIMIT $2"
 )
-PURGE = f"""
+PURGE = """
 DELETE FROM elicithub_runs WHERE run_id IN (
-    SELECT run_id FROM elicithub_runs WHERE status = 'finished' AND updated_at < $1 LIMIT {PURGE_BATCH}
+    SELECT run_id FROM elicithub_runs WHERE status = 'finished' AND updated_at < $1 LIMIT $2
 )
 """
 _NOW = "extract(epoch FROM clock_timestamp())::double precision"
@@ -62,7 +62,7 @@ class PostgresRuns:
         pool = await self._db.pool()
         count = 0
         while True:
-            deleted = rows(await pool.execute(PURGE, finished_before))
+            deleted = rows(await pool.execute(PURGE, finished_before, PURGE_BATCH))
             count += deleted
             if deleted < PURGE_BATCH:
                 break
