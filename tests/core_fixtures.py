@@ -90,7 +90,7 @@ class PostgresServer:
     SUPERUSER = "postgres"
 
     def __init__(self) -> None:
-        bindir = _postgres_bindir()
+        self.bindir = bindir = _postgres_bindir()
         self.as_user = "postgres" if os.geteuid() == 0 else None
         self.workdir = Path(tempfile.mkdtemp(prefix="elicithub-pg-"))
         if self.as_user is not None:
@@ -118,7 +118,8 @@ class PostgresServer:
         return f"postgresql://{self.SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def psql(self, database: str, sql: str) -> str:
-        command = ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", self.url(database), "-c", sql]
+        options = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
+        command = [str(self.bindir / "psql"), *options, self.url(database), "-c", sql]
         for _ in range(100):
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode == 0:
