@@ -1,12 +1,15 @@
-"""Fixtures and values shared by the core and store tests: the anyio backend, the three stores (with a real
-redis-server), one form schema, and the one way tests make an elicitation."""
+"""Fixtures and values shared by the core and store tests: the anyio backend, the four stores (with a real
+redis-server and a real PostgreSQL cluster), one form schema, and the one way tests make an elicitation."""
 
 from __future__ import annotations
 
 import asyncio
+import glob
 import itertools
+import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -22,7 +25,13 @@ from elicithub.core.elicitation import Elicitation, new_elicitation
 from elicithub.core.events import StreamEvent
 from elicithub.core.ports import Backend
 from elicithub.core.ports import ElicitationStore as Store
-from elicithub.store import MemoryElicitations, RedisElicitations, SqliteElicitations, open_backend
+from elicithub.store import (
+    MemoryElicitations,
+    PostgresElicitations,
+    RedisElicitations,
+    SqliteElicitations,
+    open_backend,
+)
 from tests.conftest import free_port, wait_for_port
 
 SCHEMA: dict[str, Any] = {
@@ -97,20 +106,135 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url()
 
 
+class PostgresServer:
+    """A throwaway PostgreSQL cluster in a temporary directory, on a free port of 127.0.0.1, for the test session.
+
+    PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` user (Debian's package
+    makes it). Durability is off (fsync, synchronous commit): nothing here outlives the session.
+    """
+
+    SUPERUSER = "postgres"
+
+    def __init__(self) -> None:
+        self.bindir = bindir = _postgres_bindir()
+        self.as_user = "postgres" if os.geteuid() == 0 else None
+        self.workdir = Path(tempfile.mkdtemp(prefix="elicithub-pg-"))
+        if self.as_user is not None:
+            shutil.chown(self.workdir, self.as_user)
+        data = self.workdir / "data"
+        initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", self.SUPERUSER, "--no-sync"]
+        subprocess.run([*initdb, "-E", "UTF8"], check=True, stdout=subprocess.DEVNULL, user=self.as_user)
+        self.port = free_port()
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "unix_socket_directories": str(self.workdir),
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "400",
+        }
+        command = [str(bindir / "postgres"), "-D", str(data), "-p", str(self.port)]
+        command += [arg for name, value in settings.items() for arg in ("-c", f"{name}={value}")]
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.process = subprocess.Popen(command, **quiet, user=self.as_user)
+        wait_for_port(self.port)
+        self.psql("postgres", "SELECT 1")  # accepting connections, not only listening
+
+    def url(self, database: str = "elicithub") -> str:
+        return f"postgresql://{self.SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def psql(self, database: str, sql: str) -> str:
+        options = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
+        command = [str(self.bindir / "psql"), *options, self.url(database), "-c", sql]
+        for _ in range(100):
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode == 0:
+                return done.stdout.strip()
+            if "starting up" not in done.stderr:
+                raise RuntimeError(f"psql failed: {done.stderr}")
+        raise RuntimeError("PostgreSQL did not finish starting")
+
+    def fresh(self, database: str) -> str:
+        """An empty database of this name (dropped first if there was one, with any connections to it)."""
+        self.psql("postgres", f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        self.psql("postgres", f'CREATE DATABASE "{database}"')
+        return self.url(database)
+
+    def emptied(self, database: str = "elicithub") -> str:
+        """This database with the hub's schema kept but every record gone (quicker than a fresh database)."""
+        if not self.psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = '{database}'"):
+            return self.fresh(database)
+        self.psql(database, _TRUNCATE_HUB_TABLES)
+        return self.url(database)
+
+    def kill_listeners(self, database: str = "elicithub") -> int:
+        """End the hubs' listening connections to this database, as a network failure would; how many."""
+        killed = self.psql(
+            "postgres",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            f"WHERE application_name = 'elicithub listener' AND datname = '{database}'",
+        )
+        return int(killed)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=20)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+_TRUNCATE_HUB_TABLES = """
+DO $$ DECLARE tables text; BEGIN
+    SELECT string_agg(quote_ident(tablename), ', ') INTO tables FROM pg_tables
+    WHERE schemaname = 'public' AND tablename LIKE 'elicithub\\_%' AND tablename <> 'elicithub_migrations';
+    IF tables IS NOT NULL THEN EXECUTE 'TRUNCATE ' || tables; END IF;
+END $$
+"""
+
+
+def _postgres_bindir() -> Path:
+    """Where initdb and postgres are: Debian keeps them out of PATH, under /usr/lib/postgresql/VERSION/bin."""
+    debian = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
+    found = debian[-1] if debian else shutil.which("initdb")
+    if found is None:
+        raise RuntimeError("PostgreSQL is not installed; the Postgres tests need it (apt install postgresql)")
+    return Path(found).parent
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The session cluster's `elicithub` database, every record of the hub gone for this test."""
+    return postgres_server.emptied()
+
+
+@pytest.fixture(params=["redis", "postgres"])
+def shared_url(request: pytest.FixtureRequest) -> str:
+    """The URL of each store several hubs may share, emptied for this test."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     opened: Store
     if request.param == "memory":
         opened = MemoryElicitations()
     elif request.param == "sqlite":
         opened = SqliteElicitations(tmp_path / "hub.db")
-    else:
+    elif request.param == "redis":
         opened = RedisElicitations(request.getfixturevalue("redis_url"))
+    else:
+        opened = PostgresElicitations(request.getfixturevalue("postgres_url"))
     yield opened
     await opened.close()
 
@@ -125,15 +249,18 @@ class BusSink:
         self.bus.publish(elicitation.run_id, event)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    """Each backend, as `open_backend` makes it (Redis: database 0 of the session's redis-server, emptied)."""
+    """Each backend, as `open_backend` makes it (Redis: database 0 of the session's redis-server, emptied;
+    Postgres: the session cluster's `elicithub` database, emptied)."""
     if request.param == "memory":
         url = "memory://"
     elif request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'hub.db'}"
-    else:
+    elif request.param == "redis":
         url = request.getfixturevalue("redis_url")
+    else:
+        url = request.getfixturevalue("postgres_url")
     opened = open_backend(url, events_max_len=100)
     yield opened
     await opened.close()

@@ -9,6 +9,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from elicithub.cli import app
+from elicithub.store.postgres.schema import LATEST
+from tests.core_fixtures import PostgresServer, RedisServer
 
 GOOD = """\
 public_url: http://127.0.0.1:8700
@@ -163,3 +165,44 @@ def test_installed_command_checks_good_and_bad_files(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.strip() == f"error: {BAD_MESSAGE}"
     assert bad.stdout == ""
+
+
+def test_store_migrate_applies_the_pending_steps_once(tmp_path: Path, postgres_server: PostgresServer) -> None:
+    url = postgres_server.fresh("cli_migrate").replace("postgres@", "postgres:pw@")  # trust auth ignores it
+    config = write(tmp_path, f'store: {{url: "{url}"}}\n')
+    first = runner.invoke(app, ["store", "migrate", "--config", str(config)])
+    assert first.exit_code == 0, first.output
+    shown = url.replace(":pw@", ":***@")
+    steps = ", ".join(str(n) for n in range(1, LATEST + 1))
+    assert first.stdout == f"{shown}: applied steps {steps}; the schema is at version {LATEST}\n"
+    again = runner.invoke(app, ["store", "migrate", "--config", str(config)])
+    assert again.stdout == f"{shown}: nothing to apply; the schema is at version {LATEST}\n"
+
+
+def test_store_migrate_on_a_store_without_steps_says_there_is_nothing_to_do(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["store", "migrate", "--config", str(write(tmp_path, GOOD))])
+    assert result.exit_code == 0
+    assert result.stdout == "memory://: this store has no schema steps; nothing to do\n"
+
+
+def test_serve_refuses_a_postgres_schema_newer_than_it_knows(tmp_path: Path, postgres_server: PostgresServer) -> None:
+    url = postgres_server.fresh("cli_newer")
+    newer = f"CREATE TABLE elicithub_migrations (version int); INSERT INTO elicithub_migrations VALUES ({LATEST + 1})"
+    postgres_server.psql("cli_newer", newer)
+    result = runner.invoke(app, ["serve", "--config", str(write(tmp_path, f'store: {{url: "{url}"}}\n'))])
+    assert result.exit_code == 2
+    assert f"schema is at version {LATEST + 1}, newer than this hub knows ({LATEST})" in result.stderr
+    assert "listening" not in result.stdout
+
+
+def test_serve_refuses_a_redis_that_may_evict_keys(tmp_path: Path, redis_server: RedisServer, redis_url: str) -> None:
+    config = write(tmp_path, f'store: {{url: "{redis_url}"}}\n')
+    with redis_server.client() as client:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        try:
+            result = runner.invoke(app, ["serve", "--config", str(config)])
+        finally:
+            client.config_set("maxmemory-policy", "noeviction")
+    assert result.exit_code == 2
+    assert "maxmemory-policy is allkeys-lru" in result.stderr and "store.allow_eviction: true" in result.stderr
+    assert "listening" not in result.stdout

@@ -29,6 +29,8 @@ mcp_servers:
     oauth: {client_id: hub-client, client_secret_env: TRACKER_SECRET, scopes: [issues.read, issues.write]}
 """
 
+URL_SCHEMES = "must be memory://, sqlite:///PATH, redis://HOST:PORT/DB or postgresql://USER:PASS@HOST/DB"
+
 
 def server(**fields: Any) -> dict[str, Any]:
     return {"id": "deploy", "url": "http://127.0.0.1:9100/mcp", **fields}
@@ -99,6 +101,26 @@ def test_redis_store_urls_are_accepted(url: str) -> None:
     assert parse_config({"store": {"url": url}}).store.url == url
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql://hub:secret@db.internal:5432/hub", "postgres://db/hub", "postgresql:///hub?host=/run/pg"]
+)
+def test_postgres_store_urls_are_accepted(url: str) -> None:
+    assert parse_config({"store": {"url": url}}).store.url == url
+
+
+def test_a_store_url_is_shown_without_its_password() -> None:
+    store = parse_config({"store": {"url": "postgresql://hub:s3cret@db:5432/hub"}}).store
+    assert store.shown_url == "postgresql://hub:***@db:5432/hub"
+    assert parse_config({"store": {"url": "postgres://db/hub"}}).store.shown_url == "postgres://db/hub"
+
+
+def test_store_pool_and_timeout_errors_name_their_key() -> None:
+    assert error_of({"store": {"pool_size": 0}}) == "store.pool_size: input should be greater than or equal to 1"
+    timeout = error_of({"store": {"statement_timeout_s": -1}})
+    assert timeout == "store.statement_timeout_s: input should be greater than 0"
+    assert error_of({"store": {"allow_eviction": "maybe"}}).startswith("store.allow_eviction: ")
+
+
 def test_config_is_frozen() -> None:
     config = parse_config({})
     with pytest.raises(ValidationError):
@@ -127,10 +149,14 @@ def test_bad_literal_lists_the_allowed_values() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["sqlite://hub.db", "postgres://db/hub", "", "redis://", "redis://h/db0", "redis://h:port/0", "redis:/h"]
+    "url",
+    [
+        *("sqlite://hub.db", "mysql://db/hub", "postgresql://", ""),
+        *("redis://", "redis://h/db0", "redis://h:port/0", "redis:/h"),
+    ],
 )
 def test_bad_store_url_is_named(url: str) -> None:
-    assert error_of({"store": {"url": url}}) == "store.url: must be memory://, sqlite:///PATH or redis://HOST:PORT/DB"
+    assert error_of({"store": {"url": url}}) == f"store.url: {URL_SCHEMES}"
 
 
 def test_openai_model_needs_a_model_name() -> None:
@@ -184,7 +210,7 @@ def test_every_bad_key_is_reported_one_per_line() -> None:
     assert sorted(message.splitlines()) == [
         "colour: unknown key",
         "mcp_servers[0].credential_scope: must be one of none, project, user",
-        "store.url: must be memory://, sqlite:///PATH or redis://HOST:PORT/DB",
+        f"store.url: {URL_SCHEMES}",
     ]
 
 

@@ -15,6 +15,8 @@ from elicithub.errors import HubError
 app = typer.Typer(help="elicithub: let an agent pause a tool call, ask a person, and resume.", no_args_is_help=True)
 config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+store_app = typer.Typer(help="Work with the hub's store.", no_args_is_help=True)
+app.add_typer(store_app, name="store")
 
 
 def _load(path: Path | None) -> Config:
@@ -76,7 +78,8 @@ def serve(
     if "public_url" not in loaded.model_fields_set:
         # Links in url-mode questions point back at this hub: by default, where it listens.
         loaded = loaded.model_copy(update={"public_url": address})
-    typer.echo(f"elicithub listening on {address}  (store {loaded.store.url}, model {loaded.model.kind})")
+    _check_store(loaded)
+    typer.echo(f"elicithub listening on {address}  (store {loaded.store.shown_url}, model {loaded.model.kind})")
     if loaded.demo.enabled:
         typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
     # Open chat streams must not hold a shutdown forever: their runs are on record and resume after a restart.
@@ -136,7 +139,7 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
     loaded = _load(path)
     typer.echo(f"{path}: ok")
     typer.echo(f"  public_url  {loaded.public_url}")
-    typer.echo(f"  store       {loaded.store.url}")
+    typer.echo(f"  store       {loaded.store.shown_url}")
     typer.echo(f"  model       {loaded.model.kind}" + (f" ({loaded.model.model})" if loaded.model.model else ""))
     typer.echo(f"  users       {', '.join(u.id for u in loaded.users) or '(none)'}")
     typer.echo(
@@ -160,6 +163,58 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
         )
     for agent in loaded.a2a_agents:
         typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
+
+
+@store_app.command("migrate")
+def migrate(
+    config: Annotated[Path | None, typer.Option("--config", help="YAML config; embedded defaults without it.")] = None,
+) -> None:
+    """Apply the store's pending schema steps (Postgres; a hub also applies them when it starts)."""
+    import anyio
+
+    from elicithub.store import configured_backend
+    from elicithub.store.postgres import PostgresBackend
+
+    loaded = _load(config)
+
+    async def run() -> None:
+        backend = configured_backend(loaded)
+        try:
+            if not isinstance(backend, PostgresBackend):
+                typer.echo(f"{loaded.store.shown_url}: this store has no schema steps; nothing to do")
+                return
+            applied, version = await backend.migrate()
+        finally:
+            await backend.close()
+        done = f"applied steps {', '.join(map(str, applied))}" if applied else "nothing to apply"
+        typer.echo(f"{loaded.store.shown_url}: {done}; the schema is at version {version}")
+
+    try:
+        anyio.run(run)
+    except HubError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _check_store(config: Config) -> None:
+    """Refuse to serve, with the reason and no traceback, a store this hub must not use (an unreachable or newer
+    Postgres, a Redis that may evict keys). The hub checks again when it starts, on its own event loop."""
+    import anyio
+
+    from elicithub.store import configured_backend
+
+    async def check() -> None:
+        backend = configured_backend(config)
+        try:
+            await backend.open()
+        finally:
+            await backend.close()
+
+    try:
+        anyio.run(check)
+    except HubError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

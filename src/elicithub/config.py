@@ -22,15 +22,29 @@ class _Strict(BaseModel):
 
 class StoreConfig(_Strict):
     url: str = "sqlite:///.elicithub/hub.db"
-    # How often a hub says it is alive (Redis); after three silent beats other hubs take over its paused runs.
+    # How often a hub says it is alive (Redis, Postgres); after three silent beats other hubs take over its runs.
     heartbeat_s: float = Field(default=5, gt=0, le=60)
+    # Postgres: connections each hub keeps at most, and how long one statement may run before the server stops it.
+    pool_size: int = Field(default=10, ge=1, le=1000)
+    statement_timeout_s: float = Field(default=30, gt=0, le=3600)
+    # Redis: run even though its maxmemory-policy lets it evict keys (pending questions and tokens may vanish).
+    allow_eviction: bool = False
 
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, url: str) -> str:
-        if url != "memory://" and not re.match(r"^sqlite:///|^redis://[^\s/:@]+(:\d+)?(/\d+)?$", url):
-            raise ValueError("must be memory://, sqlite:///PATH or redis://HOST:PORT/DB")
+        if url != "memory://" and not re.match(
+            r"^sqlite:///|^redis://[^\s/:@]+(:\d+)?(/\d+)?$|^postgres(ql)?://\S+$", url
+        ):
+            raise ValueError(
+                "must be memory://, sqlite:///PATH, redis://HOST:PORT/DB or postgresql://USER:PASS@HOST/DB"
+            )
         return url
+
+    @property
+    def shown_url(self) -> str:
+        """The URL without its password, to print or log."""
+        return re.sub(r"^(postgres(?:ql)?://[^:/@]*:)[^@/]*@", r"\1***@", self.url)
 
 
 class ModelConfig(_Strict):

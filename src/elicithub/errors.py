@@ -117,6 +117,12 @@ class StoreUnsupported(HubError):
     code = "store_unsupported"
 
 
+class StoreUnusable(HubError):
+    """The store is there but this hub must not use it (a newer schema, a Redis that may evict keys)."""
+
+    code = "store_unusable"
+
+
 class Unauthorized(HubError):
     """The hub does not know the bearer token (what a client of the hub sees; the hub itself answers 401)."""
 

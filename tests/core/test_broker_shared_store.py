@@ -1,7 +1,7 @@
 """Two brokers sharing one store, as two hub processes do: an answer or a deadline taken by one wakes the other.
 
-For Redis each broker has its own client (its own connections); a memory or SQLite store lives in one process, so
-there both brokers share the one store object.
+For Redis and Postgres each broker has its own client (its own connections); a memory or SQLite store lives in one
+process, so there both brokers share the one store object.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
-from elicithub.store import RedisElicitations
+from elicithub.store import PostgresElicitations, RedisElicitations
 from tests.core.test_broker import EU, drain, finish, state_of
-from tests.core_fixtures import BusSink, RedisServer, question, until
+from tests.core_fixtures import BusSink, PostgresServer, RedisServer, question, until
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,11 @@ class Pair:
 
 @pytest.fixture
 async def pair(store: Store, request: pytest.FixtureRequest) -> AsyncIterator[Pair]:
-    other = RedisElicitations(request.getfixturevalue("redis_url")) if isinstance(store, RedisElicitations) else store
+    other = store
+    if isinstance(store, RedisElicitations):
+        other = RedisElicitations(request.getfixturevalue("redis_url"))
+    elif isinstance(store, PostgresElicitations):
+        other = PostgresElicitations(request.getfixturevalue("postgres_url"))
     here, there = Broker(store, BusSink()), Broker(other, BusSink())
     await here.start()
     await there.start()
@@ -158,6 +162,36 @@ async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_o
             client.set(f"elicithub:elicitation:{eid}", json.dumps(answered))
             assert not task.done()
             assert client.client_kill_filter(_type="pubsub") >= 1
+        assert await finish(task) == Resolution(eid, "declined", None)
+        assert drain(queue) == [ElicitationResolved(eid, "declined")]
+    finally:
+        await pair.subscriptions.aclose()
+        await broker.close()
+        await store.close()
+        await writer.close()
+
+
+async def test_a_postgres_waiter_whose_notice_was_lost_catches_up_when_listening_starts_over(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    # An answer stored while this broker's listener was down (simulated: the row written without a NOTIFY), then
+    # the listening connection is killed and the store listens again: the broker re-reads its waiters.
+    store, writer = PostgresElicitations(postgres_url), PostgresElicitations(postgres_url)
+    broker = Broker(store, BusSink())
+    pair = Pair(broker, Broker(writer, BusSink()), AsyncExitStack())
+    await broker.start()
+    try:
+        task, queue, eid = await wait_here(pair)
+        e = await writer.get(eid)
+        assert e is not None
+        answered = e.to_json() | {"state": "declined", "answer": {"action": "decline", "content": None}}
+        answered["resolved_at"] = utcnow().isoformat()
+        data = json.dumps(answered).replace("'", "''")
+        postgres_server.psql(
+            "elicithub", f"UPDATE elicithub_elicitations SET state = 'declined', data = '{data}' WHERE id = '{eid}'"
+        )
+        assert not task.done()
+        assert postgres_server.kill_listeners() == 1
         assert await finish(task) == Resolution(eid, "declined", None)
         assert drain(queue) == [ElicitationResolved(eid, "declined")]
     finally:

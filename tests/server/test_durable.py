@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import USERS, HubFactory, McpProcess, RunningHub, sse_data, sse_numbered
-from tests.core_fixtures import RedisServer
+from tests.core_fixtures import PostgresServer, RedisServer
 from tests.server.test_scale_out import ServedHub
 
 N = 100
@@ -57,10 +57,15 @@ def write_config(workdir: Path, store_url: str, legacy: McpProcess, mrtr: McpPro
     return config
 
 
-def store_url(store: str, tmp_path: Path, redis_server: RedisServer, db: int) -> str:
-    """A fresh store: a SQLite file, or an emptied database of the session's redis-server."""
+def store_url(store: str, tmp_path: Path, request: pytest.FixtureRequest, db: int) -> str:
+    """A fresh store: a SQLite file, an emptied database of the session's redis-server, or a new database of the
+    session's PostgreSQL cluster."""
     if store == "sqlite":
         return f"sqlite:///{tmp_path / 'hub.db'}"
+    if store == "postgres":
+        postgres_server: PostgresServer = request.getfixturevalue("postgres_server")
+        return postgres_server.fresh(f"durable_{db}")
+    redis_server: RedisServer = request.getfixturevalue("redis_server")
     with redis_server.client(db) as client:
         client.flushdb()
     return redis_server.url(db)
@@ -137,16 +142,16 @@ def check_all_completed_once(url: str, asked: list[dict[str, str]], legacy: McpP
     assert {q["name"]: counts.get(q["name"], 0) for q in asked} == {q["name"]: 1 for q in asked}
 
 
-@pytest.mark.parametrize("store", ["sqlite", "redis"])
+@pytest.mark.parametrize("store", ["sqlite", "redis", "postgres"])
 def test_kill_9_with_100_pending_then_restart_and_answer_all(
     store: str,
     serve: Serve,
     tmp_path: Path,
     legacy_server: McpProcess,
     mrtr_server: McpProcess,
-    redis_server: RedisServer,
+    request: pytest.FixtureRequest,
 ) -> None:
-    url = store_url(store, tmp_path, redis_server, db=2)
+    url = store_url(store, tmp_path, request, db=2)
     config = write_config(tmp_path, url, legacy_server, mrtr_server)
     first = serve(config, "first")
     asked = asyncio.run(raise_questions(first.url, f"k9{store}", N))
@@ -167,15 +172,19 @@ def test_kill_9_with_100_pending_then_restart_and_answer_all(
         second.stop()
 
 
+@pytest.mark.parametrize("store", ["redis", "postgres"])
 def test_a_surviving_instance_takes_over_the_runs_of_one_that_died(
-    serve: Serve, tmp_path: Path, legacy_server: McpProcess, mrtr_server: McpProcess, redis_server: RedisServer
+    store: str,
+    serve: Serve,
+    tmp_path: Path,
+    legacy_server: McpProcess,
+    mrtr_server: McpProcess,
+    request: pytest.FixtureRequest,
 ) -> None:
-    with redis_server.client(3) as client:
-        client.flushdb()
-    config = write_config(tmp_path, redis_server.url(3), legacy_server, mrtr_server)
+    config = write_config(tmp_path, store_url(store, tmp_path, request, db=3), legacy_server, mrtr_server)
     a, b = serve(config, "a"), serve(config, "b")
     try:
-        asked = asyncio.run(raise_questions(a.url, "takeover", 10))
+        asked = asyncio.run(raise_questions(a.url, f"takeover{store}", 10))
         a.process.kill()
         a.process.wait()
         assert asyncio.run(answer_all(b.url, asked)) == [200] * 10
@@ -184,7 +193,9 @@ def test_a_surviving_instance_takes_over_the_runs_of_one_that_died(
         b.stop()
 
 
-@pytest.mark.parametrize(("stop", "store"), [("kill", "sqlite"), ("terminate", "sqlite"), ("kill", "redis")])
+@pytest.mark.parametrize(
+    ("stop", "store"), [("kill", "sqlite"), ("terminate", "sqlite"), ("kill", "redis"), ("kill", "postgres")]
+)
 def test_after_a_restart_the_fast_path_streams_the_continuation(
     stop: str,
     store: str,
@@ -192,9 +203,9 @@ def test_after_a_restart_the_fast_path_streams_the_continuation(
     tmp_path: Path,
     legacy_server: McpProcess,
     mrtr_server: McpProcess,
-    redis_server: RedisServer,
+    request: pytest.FixtureRequest,
 ) -> None:
-    url = store_url(store, tmp_path, redis_server, db=4)
+    url = store_url(store, tmp_path, request, db=4)
     # Beats so slow that no takeover could come in time: the restarted hub continues its runs because they are
     # its own (same instance name, host:port), as it starts.
     config = write_config(tmp_path, url, legacy_server, mrtr_server, store={"url": url, "heartbeat_s": 30})

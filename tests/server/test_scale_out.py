@@ -1,4 +1,5 @@
-"""Two `elicithub serve` processes sharing one Redis store: a question raised on one is answered on the other."""
+"""Two `elicithub serve` processes sharing one store (Redis, then Postgres): a question raised on one is answered on
+the other."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
-from elicithub.store import RedisElicitations
+from elicithub.store import open_backend
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
-from tests.core_fixtures import BusSink, RedisServer, question
+from tests.core_fixtures import BusSink, PostgresServer, RedisServer, question
 
 DB = 1  # the store tests empty database 0 for every test
 
@@ -49,23 +50,28 @@ class ServedHub(HubAddress):
         self.process.wait(timeout=20)
 
 
-@pytest.fixture(scope="module")
-def redis_store_url(redis_server: RedisServer) -> str:
-    with redis_server.client(DB) as client:
-        client.flushdb()
-    return redis_server.url(DB)
+@pytest.fixture(scope="module", params=["redis", "postgres"])
+def shared_store_url(request: pytest.FixtureRequest) -> str:
+    """An empty shared store for this module's hubs: a Redis database, or a Postgres database of its own."""
+    if request.param == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        with redis_server.client(DB) as client:
+            client.flushdb()
+        return redis_server.url(DB)
+    postgres_server: PostgresServer = request.getfixturevalue("postgres_server")
+    return postgres_server.fresh("scale_out")
 
 
 @pytest.fixture(scope="module")
 def hubs(
-    redis_store_url: str, legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path_factory: pytest.TempPathFactory
+    shared_store_url: str, legacy_server: McpProcess, mrtr_server: McpProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ServedHub, ServedHub]]:
     workdir = tmp_path_factory.mktemp("scale-out")
     config = workdir / "hub.yaml"
     config.write_text(
         json.dumps(
             {
-                "store": {"url": redis_store_url},
+                "store": {"url": shared_store_url},
                 "secrets": {"key_file": str(workdir / "secret.key")},
                 "users": USERS,
                 "elicitation": {"timeout_s": 60},
@@ -241,15 +247,15 @@ def test_a_message_on_b_supersedes_the_run_waiting_on_a(hubs: tuple[ServedHub, S
 
 @contextlib.asynccontextmanager
 async def waiting_broker(store_url: str) -> AsyncIterator[Broker]:
-    """A third process's view: a broker on the same Redis database, whose run waits here in the test."""
-    store = RedisElicitations(store_url)
-    broker = Broker(store, BusSink())
+    """A third process's view: a broker on the same store, whose run waits here in the test."""
+    backend = open_backend(store_url)
+    broker = Broker(backend.elicitations, BusSink())
     await broker.start()
     try:
         yield broker
     finally:
         await broker.close()
-        await store.close()
+        await backend.close()
 
 
 async def wait_on(broker: Broker, timeout_s: float) -> tuple[asyncio.Task[Resolution], str, str]:
@@ -276,12 +282,12 @@ def clients(hubs: tuple[ServedHub, ServedHub]) -> tuple[httpx.AsyncClient, httpx
 
 
 def test_fifty_concurrent_different_answers_across_both_hubs_have_one_winner(
-    hubs: tuple[ServedHub, ServedHub], redis_store_url: str
+    hubs: tuple[ServedHub, ServedHub], shared_store_url: str
 ) -> None:
     async def scenario() -> None:
         answers = [{"region": "eu", "replicas": n} for n in range(1, 51)]
         a, b = clients(hubs)
-        async with waiting_broker(redis_store_url) as broker, a, b:
+        async with waiting_broker(shared_store_url) as broker, a, b:
             task, eid, stream_id = await wait_on(broker, 60)
             async with broker.events.bus.subscribe(stream_id) as queue:
                 with anyio.fail_after(30):
@@ -304,11 +310,11 @@ def test_fifty_concurrent_different_answers_across_both_hubs_have_one_winner(
 
 @pytest.mark.parametrize("offset_ms", [-20, -12, -8, -4])
 def test_answers_on_both_hubs_racing_the_deadline_end_in_one_state(
-    hubs: tuple[ServedHub, ServedHub], redis_store_url: str, offset_ms: int
+    hubs: tuple[ServedHub, ServedHub], shared_store_url: str, offset_ms: int
 ) -> None:
     async def scenario() -> None:
         a, b = clients(hubs)
-        async with waiting_broker(redis_store_url) as broker, a, b:
+        async with waiting_broker(shared_store_url) as broker, a, b:
             await a.get("/healthz")  # connect before the race
             await b.get("/healthz")
             task, eid, stream_id = await wait_on(broker, 0.3)

@@ -1,4 +1,5 @@
-"""RedisElicitations against a real redis-server: several clients of one database, its keys, and its notices."""
+"""The Redis store against a real redis-server: several clients of one database, its keys, its notices, and the
+eviction policy it needs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import anyio
 import pytest
 
 from elicithub.core.elicitation import Answer, State, utcnow
-from elicithub.store import RedisElicitations
+from elicithub.errors import StoreUnusable
+from elicithub.store import RedisElicitations, open_backend
 from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED
 from tests.core_fixtures import RedisServer
 from tests.store.test_stores import NOW, make
@@ -164,3 +166,25 @@ async def test_purge_empties_the_resolved_set_in_batches(redis_server: RedisServ
             assert client.keys("*") == []
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-ttl"])
+async def test_a_redis_that_may_evict_keys_is_refused_unless_allowed(
+    redis_server: RedisServer, redis_url: str, policy: str
+) -> None:
+    refused, allowed = open_backend(redis_url), open_backend(redis_url, allow_eviction=True)
+    with redis_server.client() as client:
+        client.config_set("maxmemory-policy", policy)
+        try:
+            with pytest.raises(StoreUnusable, match=f"may evict keys \\(maxmemory-policy is {policy}\\)"):
+                await refused.open()
+            await allowed.open()
+        finally:
+            client.config_set("maxmemory-policy", "noeviction")
+            await refused.close()
+            await allowed.close()
+    safe = open_backend(redis_url)
+    try:
+        await safe.open()
+    finally:
+        await safe.close()

@@ -1,4 +1,4 @@
-"""MemoryElicitations, SqliteElicitations, RedisElicitations: one Store contract, SQLite persistence, open_backend()."""
+"""Memory, SQLite, Redis and Postgres elicitations: one Store contract, SQLite persistence, open_backend()."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ import pytest
 from elicithub.core.elicitation import Answer, State
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
-from elicithub.store import MemoryElicitations, RedisElicitations, SqliteElicitations, open_backend
+from elicithub.store import (
+    MemoryElicitations,
+    PostgresElicitations,
+    RedisElicitations,
+    SqliteElicitations,
+    open_backend,
+)
 from tests.core_fixtures import question
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -226,7 +232,21 @@ async def test_open_backend_redis_url(redis_url: str) -> None:
         await backend.close()
 
 
-@pytest.mark.parametrize("url", ["redis:/localhost:6379/0", "sqlite://hub.db", "memory:", "", "postgres://x/y"])
+@pytest.mark.anyio
+async def test_open_backend_postgres_url(postgres_url: str) -> None:
+    backend = open_backend(postgres_url.replace("postgresql://", "postgres://"))
+    try:
+        assert isinstance(backend.elicitations, PostgresElicitations) and backend.shared and backend.durable
+        e = make()
+        await backend.elicitations.put(e)
+        assert await backend.elicitations.get(e.id) == e
+    finally:
+        await backend.close()
+
+
+@pytest.mark.parametrize(
+    "url", ["redis:/localhost:6379/0", "sqlite://hub.db", "memory:", "", "postgres:/x/y", "mysql://x/y"]
+)
 def test_open_backend_rejects_unsupported_urls_never_falling_back_to_memory(url: str) -> None:
     with pytest.raises(StoreUnsupported, match="unsupported store url"):
         open_backend(url)

@@ -126,11 +126,11 @@ class Backend(Protocol):
 
     @property
     def shared(self) -> bool:
-        """Whether several hub processes may use it at once (Redis); memory and SQLite serve one process."""
+        """Whether several hub processes may use it at once (Redis, Postgres); memory and SQLite serve one process."""
 
     @property
     def durable(self) -> bool:
-        """Whether records outlive the process (SQLite, Redis)."""
+        """Whether records outlive the process (SQLite, Redis, Postgres)."""
 
     @property
     def elicitations(self) -> ElicitationStore: ...
@@ -146,5 +146,9 @@ class Backend(Protocol):
 
     @property
     def events(self) -> EventLog: ...
+
+    async def open(self) -> None:
+        """Connect and check that this hub may use the store (its schema, its settings), before serving; raises
+        StoreUnusable saying why not. Record kinds used without it connect on first use."""
 
     async def close(self) -> None: ...

@@ -30,7 +30,7 @@ from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
-from elicithub.store import open_backend
+from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
@@ -75,11 +75,7 @@ class Hub:
         self.config = config
         self.instance = instance or os.environ.get("ELICITHUB_INSTANCE") or new_id("hub")
         self.keys = keys if keys is not None else load_keys(config.secrets)
-        self.backend = backend or open_backend(
-            config.store.url,
-            events_max_len=config.conversations.max_events,
-            retention_s=config.conversations.retention_s,
-        )
+        self.backend = backend or configured_backend(config)
         self.store = self.backend.elicitations
         self.stream = RunStream(self.backend.events)
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
@@ -169,6 +165,7 @@ class Hub:
         return config.model_copy(update=update)
 
     async def start(self) -> None:
+        await self.backend.open()
         await self.broker.start()
         if self._demo_ports is not None:
             from elicithub.demo.launcher import start_demo

@@ -37,6 +37,12 @@ class Notifier:
         for event in self._waiting.get(key, ()):
             event.set()
 
+    def notify_all(self) -> None:
+        """Wake every reader: what was appended may have gone unheard (a lost connection)."""
+        for events in self._waiting.values():
+            for event in events:
+                event.set()
+
     async def wait_for(self, key: str, read: Callable[[], Awaitable[list[T]]], timeout_s: float) -> list[T]:
         """`read()` once it has something, reading again after each notice on `key`, for up to `timeout_s`."""
         event = asyncio.Event()

@@ -21,5 +21,8 @@ class MemoryBackend:
         self.conversations = MemoryConversations(self.events)
         self.kv = MemoryKv()
 
+    async def open(self) -> None:
+        return None
+
     async def close(self) -> None:
         await self.elicitations.close()

@@ -26,5 +26,8 @@ class SqliteBackend:
         self.conversations = SqliteConversations(self._db, self.events)
         self.kv = SqliteKv(self._db)
 
+    async def open(self) -> None:
+        return None
+
     async def close(self) -> None:
         await self._db.close()

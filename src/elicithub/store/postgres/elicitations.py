@@ -1,0 +1,91 @@
+"""The Postgres backend's elicitations: one row each, resolved by compare-and-set on the pending state, the id
+NOTIFYed in the same statement so every hub hears it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from datetime import datetime
+
+from elicithub.core.bus import EventBus
+from elicithub.core.elicitation import Answer, Elicitation, State, resolved
+from elicithub.store.postgres.db import PostgresDb, rows
+from elicithub.store.postgres.listener import RESOLVED
+from elicithub.store.postgres.schema import PURGE_BATCH
+
+PUT = "INSERT INTO elicithub_elicitations (id, state, expires_at, data) VALUES ($1, $2, $3, $4)"
+GET = "SELECT data FROM elicithub_elicitations WHERE id = $1"
+GET_PENDING = "SELECT data FROM elicithub_elicitations WHERE id = $1 AND state = 'pending'"
+# Under READ COMMITTED a second writer of the row waits for the first, then finds it no longer pending: 0 rows.
+TRANSITION = f"""
+WITH done AS (
+    UPDATE elicithub_elicitations SET state = $2, resolved_at = $3, data = $4
+    WHERE id = $1 AND state = 'pending'
+    RETURNING id
+)
+SELECT pg_notify('{RESOLVED}', id) FROM done
+"""
+DUE = (
+    "SELECT data FROM elicithub_elicitations WHERE state = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2"
+)
+PURGE = """
+DELETE FROM elicithub_elicitations WHERE id IN (
+    SELECT id FROM elicithub_elicitations WHERE resolved_at IS NOT NULL AND resolved_at < $1 LIMIT $2
+)
+"""
+
+
+class PostgresElicitations:
+    def __init__(self, db_or_url: PostgresDb | str) -> None:
+        self._db = db = db_or_url if isinstance(db_or_url, PostgresDb) else PostgresDb(db_or_url)
+        self._resolved: EventBus[str | None] = EventBus()
+        db.on_notice(RESOLVED, lambda elicitation_id: self._resolved.publish("resolved", elicitation_id))
+        db.on_restart(lambda: self._resolved.publish("resolved", None))
+
+    async def put(self, elicitation: Elicitation) -> None:
+        pool = await self._db.pool()
+        row = (elicitation.id, elicitation.state.value, elicitation.expires_at.timestamp(), _dump(elicitation))
+        await pool.execute(PUT, *row)
+
+    async def get(self, elicitation_id: str) -> Elicitation | None:
+        pool = await self._db.pool()
+        data = await pool.fetchval(GET, elicitation_id)
+        return None if data is None else Elicitation.from_json(json.loads(data))
+
+    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
+        pool = await self._db.pool()
+        data = await pool.fetchval(GET_PENDING, elicitation_id)
+        if data is None:
+            return False
+        done = resolved(Elicitation.from_json(json.loads(data)), state, answer, at)
+        changed = await pool.fetch(TRANSITION, elicitation_id, state.value, at.timestamp(), _dump(done))
+        return len(changed) == 1
+
+    async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
+        pool = await self._db.pool()
+        rows = await pool.fetch(DUE, now.timestamp(), limit)
+        return [Elicitation.from_json(json.loads(row[0])) for row in rows]
+
+    async def purge(self, resolved_before: datetime) -> int:
+        pool = await self._db.pool()
+        count = 0
+        while True:
+            deleted = rows(await pool.execute(PURGE, resolved_before.timestamp(), PURGE_BATCH))
+            count += deleted
+            if deleted < PURGE_BATCH:
+                return count
+
+    async def resolutions(self) -> AsyncGenerator[str | None, None]:
+        await self._db.pool()
+        await self._db.listener.start()
+        async with self._resolved.subscribe("resolved") as queue:
+            yield None
+            while True:
+                yield await queue.get()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+
+def _dump(elicitation: Elicitation) -> str:
+    return json.dumps(elicitation.to_json(), separators=(",", ":"))

@@ -1,0 +1,83 @@
+"""The Postgres backend's runs: one row each, taken over by compare-and-set on the owner, and the instances'
+heartbeats, timed by the database's clock so hubs with skewed clocks agree on who is alive."""
+
+from __future__ import annotations
+
+import json
+
+from elicithub.core.runs import RunRecord
+from elicithub.store.postgres.db import PostgresDb, rows
+from elicithub.store.postgres.schema import PURGE_BATCH
+
+SAVE = """
+INSERT INTO elicithub_runs (run_id, status, owner, updated_at, data) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (run_id) DO UPDATE
+SET status = excluded.status, owner = excluded.owner, updated_at = excluded.updated_at, data = excluded.data
+"""
+GET = "SELECT owner, data FROM elicithub_runs WHERE run_id = $1"
+CLAIM = "UPDATE elicithub_runs SET owner = $3 WHERE run_id = $1 AND owner = $2"
+# A random sample, as the Redis backend takes: over successive sweeps every unfinished run is looked at.
+UNFINISHED = (
+    "SELECT owner, data FROM elicithub_runs WHERE status <> 'finished' AND owner <> $1 ORDER BY random() LIMIT $2"
+)
+PURGE = """
+DELETE FROM elicithub_runs WHERE run_id IN (
+    SELECT run_id FROM elicithub_runs WHERE status = 'finished' AND updated_at < $1 LIMIT $2
+)
+"""
+_NOW = "extract(epoch FROM clock_timestamp())::double precision"
+HEARTBEAT = f"""
+INSERT INTO elicithub_instances (owner, alive_until) VALUES ($1, {_NOW} + $2::double precision)
+ON CONFLICT (owner) DO UPDATE SET alive_until = excluded.alive_until
+"""
+ALIVE = f"SELECT alive_until > {_NOW} FROM elicithub_instances WHERE owner = $1"
+FORGET_GONE = f"DELETE FROM elicithub_instances WHERE alive_until < {_NOW} - 86400"
+
+
+class PostgresRuns:
+    """Runs shared by several hub instances; an instance that stops heart-beating loses its runs."""
+
+    def __init__(self, db: PostgresDb) -> None:
+        self._db = db
+
+    async def save(self, record: RunRecord) -> None:
+        pool = await self._db.pool()
+        data = json.dumps(record.to_json(), separators=(",", ":"))
+        await pool.execute(SAVE, record.run_id, record.status, record.owner, record.updated_at, data)
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        pool = await self._db.pool()
+        row = await pool.fetchrow(GET, run_id)
+        return None if row is None else _record(row["owner"], row["data"])
+
+    async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
+        pool = await self._db.pool()
+        return rows(await pool.execute(CLAIM, run_id, expected_owner, owner)) == 1
+
+    async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
+        pool = await self._db.pool()
+        return [_record(row["owner"], row["data"]) for row in await pool.fetch(UNFINISHED, other_than, limit)]
+
+    async def purge(self, finished_before: float) -> int:
+        pool = await self._db.pool()
+        count = 0
+        while True:
+            deleted = rows(await pool.execute(PURGE, finished_before, PURGE_BATCH))
+            count += deleted
+            if deleted < PURGE_BATCH:
+                break
+        await pool.execute(FORGET_GONE)
+        return count
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        pool = await self._db.pool()
+        await pool.execute(HEARTBEAT, owner, ttl_s)
+
+    async def alive(self, owner: str) -> bool:
+        pool = await self._db.pool()
+        return bool(await pool.fetchval(ALIVE, owner))
+
+
+def _record(owner: str, data: str) -> RunRecord:
+    """The owner column is the truth: a claim changes only it."""
+    return RunRecord.from_json({**json.loads(data), "owner": owner})
