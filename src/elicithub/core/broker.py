@@ -271,12 +271,15 @@ class Broker:
                 await self.end(elicitation_id, State.CANCELLED)
 
     async def _transition(self, elicitation: Elicitation, state: State, answer: Answer | None) -> bool:
+        # Who waits is read before the write: the store's notice of it may wake them (and they announce the end)
+        # before the write returns here, and then they must not be taken for nobody.
+        before = self._waiters.get(elicitation.id)
         if not await self.store.transition(elicitation.id, state, answer, utcnow()):
             return False
         outcome: Outcome = state.value  # type: ignore[assignment]
         log.info("elicitation %s %s", elicitation.id, outcome)
         resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
-        waiting = self._waiters.get(elicitation.id)
+        waiting = self._waiters.get(elicitation.id) or before
         if waiting is None:
             await self._announce(elicitation, resolution)
         elif not waiting.future.done():
