@@ -1,13 +1,15 @@
 """Answers per second through `POST /run/api/elicitation-responses`, with one hub and with two sharing Redis.
 
-Run:  uv run python bench/answers.py [--n 4000] [--clients 32]
+Run:  uv run python bench/answers.py [--n 4000] [--pending 10000] [--clients 32] [--fast]
 
-For each setup, N pending elicitations for user alice are put straight into the store from this process (the hubs
+For each setup, `--pending` elicitations for user alice are put straight into the store from this process (the hubs
 have no waiter for them, so each answer is: auth, body parse, lookup, content check against the schema, the
-store's compare-and-set, the 200). Then `--clients` concurrent httpx.AsyncClients (one keep-alive connection each,
-spread evenly over the setup's hubs) answer them all as fast as they can, each its own share in turn. Reported:
+store's compare-and-set, the 200), and N of them are answered while the rest stay pending. Then `--clients`
+concurrent httpx.AsyncClients (one keep-alive connection each, spread evenly over the setup's hubs) answer them
+all as fast as they can, each its own share in turn. Reported:
 answers/s over the whole burst, per-answer latency, and the CPU seconds each process used during the burst (this
-machine has 2 cores, shared by the load generator, the hubs and redis-server). Hubs are `elicithub serve`.
+machine has 2 cores, shared by the load generator, the hubs and redis-server), and the hubs' CPU per answer, which
+is what bounds a hub on a core of its own. Hubs are `elicithub serve` (`--fast`: on uvloop and httptools).
 """
 
 from __future__ import annotations
@@ -117,8 +119,12 @@ async def check_all_accepted(store_url: str, ids: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--n", type=int, default=4000, help="elicitations answered per setup (default 4000)")
+    parser.add_argument("--pending", type=int, default=10_000, help="questions pending per setup (default 10000)")
     parser.add_argument("--clients", type=int, default=32, help="concurrent HTTP clients (default 32)")
+    parser.add_argument("--fast", action="store_true", help="hubs on uvloop and httptools (the fast extra)")
     args = parser.parse_args()
+    pending = max(args.pending, args.n)
+    options = ["--loop", "uvloop", "--http", "httptools"] if args.fast else []
     started, load_before = now(), os.getloadavg()[0]
     rows: list[tuple[str, float, list[float], dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="elicithub-bench-") as tmp, contextlib.ExitStack() as running:
@@ -135,7 +141,7 @@ def main() -> None:
         }
         processes = {}
         for name, url in (("s", sqlite_url), ("r1", redis_url), ("r2", redis_url)):
-            process, port = serve(workdir, name, config | {"store": {"url": url}})
+            process, port = serve(workdir, name, config | {"store": {"url": url}}, options)
             running.callback(stop, process)
             processes[name] = (process, port)
         for process, port in processes.values():
@@ -143,7 +149,7 @@ def main() -> None:
         pids = {"bench": os.getpid(), "redis-server": redis.pid} | {k: p.pid for k, (p, _) in processes.items()}
         for setup, (url, names) in setups.items():
             hubs = [f"http://127.0.0.1:{processes[name][1]}" for name in names]
-            ids = asyncio.run(put_pending(url, args.n))
+            ids = asyncio.run(put_pending(url, pending))[: args.n]
             cpu0, machine0 = {k: cpu_seconds(pid) for k, pid in pids.items()}, machine_ticks()
             elapsed, latencies = asyncio.run(answer_all(hubs, ids, args.clients))
             cpu = {k: cpu_seconds(pid) - cpu0[k] for k, pid in pids.items()}
@@ -154,15 +160,20 @@ def main() -> None:
             rows.append((setup, elapsed, latencies, cpu))
             print(f"  {setup}: {args.n / elapsed:.0f} answers/s", file=sys.stderr, flush=True)
     print(
-        f"N = {args.n} answers per setup, {args.clients} concurrent clients, {now() - started:.0f} s in all; "
+        f"N = {args.n} answers per setup with {pending} pending, {args.clients} concurrent clients"
+        f"{', hubs on uvloop + httptools' if args.fast else ''}, {now() - started:.0f} s in all; "
         f"1-minute load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after.\n"
     )
-    print("| setup | answers/s | p50 ms | p95 ms | CPU s: clients | hubs | redis | the rest | idle % | steal % |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| setup | answers/s | p50 ms | p95 ms | hub CPU ms / answer | CPU s: clients | hubs | redis | the rest "
+        "| idle % | steal % |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for setup, elapsed, latencies, cpu in rows:
         hubs_cpu = " + ".join(f"{cpu[k]:.1f}" for k in ("s", "r1", "r2") if cpu[k] >= 0.05)
         print(
             f"| {setup} | {args.n / elapsed:.0f} | {pct(latencies, 50):.2f} | {pct(latencies, 95):.2f} "
+            f"| {1000 * sum(cpu[k] for k in ('s', 'r1', 'r2')) / args.n:.2f} "
             f"| {cpu['bench']:.1f} | {hubs_cpu} | {cpu['redis-server']:.1f} | {cpu['others']:.1f} "
             f"| {cpu['idle %']:.0f} | {cpu['steal %']:.0f} |"
         )

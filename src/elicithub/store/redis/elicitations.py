@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import AsyncGenerator
 from datetime import datetime, timedelta
 from typing import cast
@@ -24,13 +25,18 @@ RESOLVED = f"{PREFIX}resolved"
 KEEP = timedelta(days=7)
 """A safety net: Redis drops an elicitation this long after its deadline or resolution even if no hub purges it."""
 LISTEN_POLL_S = 1.0
+KNOWN = 1024
+"""How many elicitations a hub remembers as last read: a terminal one never changes again, so it is served from
+memory; a pending one only spares a transition its read (the compare-and-set still checks it)."""
 
 # KEYS: the elicitation, the pending set, the resolved set. ARGV: the JSON read before, the new JSON, the id,
 # the resolution time, seconds to keep, the channel. Comparing the whole value makes this a compare-and-set:
-# only a transition changes a stored elicitation, so if it is still what was read, it is still pending.
+# only a transition changes a stored elicitation, so if it is still what was read, it is still pending. When it
+# is not, the script returns what is stored (nil when nothing), so the caller need not read it again.
 _TRANSITION = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-    return 0
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then
+    return {current}
 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[5])
 redis.call('ZREM', KEYS[2], ARGV[3])
@@ -56,6 +62,13 @@ class RedisElicitations:
         self._channel = f"{PREFIX}{db}:resolutions"
         self._closing = False
         self._transition = self._redis.register_script(_TRANSITION)
+        self._known: OrderedDict[str, str] = OrderedDict()
+
+    def _remember(self, elicitation_id: str, data: str) -> None:
+        self._known[elicitation_id] = data
+        self._known.move_to_end(elicitation_id)
+        if len(self._known) > KNOWN:
+            self._known.popitem(last=False)
 
     async def put(self, elicitation: Elicitation) -> None:
         async with self._redis.pipeline(transaction=True) as pipe:
@@ -64,20 +77,34 @@ class RedisElicitations:
             await pipe.execute()
 
     async def get(self, elicitation_id: str) -> Elicitation | None:
-        data = await self._redis.get(_key(elicitation_id))
-        return None if data is None else _load(data)
+        known = self._known.get(elicitation_id)
+        if known is not None and (elicitation := _load(known)).state is not State.PENDING:
+            return elicitation
+        data = cast(str | None, await self._redis.get(_key(elicitation_id)))  # the client decodes replies
+        if data is None:
+            return None
+        self._remember(elicitation_id, data)
+        return _load(data)
 
     async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
         key = _key(elicitation_id)
-        before = await self._redis.get(key)
-        if before is None:
-            return False
-        current = _load(before)
-        if current.state is not State.PENDING:
-            return False
-        after = _dump(resolved(current, state, answer, at))
-        args = [before, after, elicitation_id, at.timestamp(), _seconds(KEEP), self._channel]
-        return bool(await self._transition(keys=[key, PENDING, RESOLVED], args=args))
+        before = self._known.get(elicitation_id) or cast(str | None, await self._redis.get(key))
+        while before is not None:
+            current = _load(before)
+            if current.state is not State.PENDING:
+                self._remember(elicitation_id, before)
+                return False
+            after = _dump(resolved(current, state, answer, at))
+            args: list[str | float] = [before, after, elicitation_id, at.timestamp(), _seconds(KEEP), self._channel]
+            done = await self._transition(keys=[key, PENDING, RESOLVED], args=args)
+            if done == 1:
+                self._remember(elicitation_id, after)
+                return True
+            before = (
+                cast(str | None, done[0]) if done else None
+            )  # changed since it was read here: judge against what is stored
+        self._known.pop(elicitation_id, None)
+        return False
 
     async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
         ids = cast(list[str], await self._redis.zrangebyscore(PENDING, "-inf", now.timestamp(), start=0, num=limit))
@@ -102,6 +129,8 @@ class RedisElicitations:
             ids = cast(list[str], await self._redis.zrangebyscore(RESOLVED, "-inf", before, start=0, num=500))
             if not ids:
                 return count
+            for elicitation_id in ids:
+                self._known.pop(elicitation_id, None)
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.delete(*(_key(i) for i in ids))
                 pipe.zrem(RESOLVED, *ids)

@@ -1,27 +1,60 @@
 """The Redis backend's event logs: `elicithub:events:<key>`, a stream (ids `<seq>-1`), with `events-seq:<key>`, its
-counter."""
+counter.
+
+Each append is also published (with the seq and the appending process's token), so a reader here waits on a notice
+instead of a blocking read, and each hub keeps the newest events it appended or read per conversation: a reader
+following a run on the hub that runs it never reads Redis.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Any, cast
+import secrets
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
 
 import redis.asyncio as redis
 
-from elicithub.store.redis.client import PREFIX, bounded_close
+from elicithub.store.redis.appends import AppendNotices
+from elicithub.store.redis.client import PREFIX
 
-BLOCK_SLICE_S = 1.0
-"""A blocking read waits at most this long at a time, so a cancelled reader gives its connection back soon."""
+KEPT_PER_CONVERSATION = 256
+KEPT_CONVERSATIONS = 10_000
 
-# KEYS: the stream, its counter. ARGV: the event JSON, the bound, seconds kept.
+# KEYS: the stream, its counter. ARGV: the event JSON, the bound, seconds kept, the channel, this process's token,
+# the log's key.
 _APPEND = """
 local seq = redis.call('INCR', KEYS[2])
 redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-1', 'e', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. seq .. ' ' .. ARGV[6])
 return seq
 """
+
+
+@dataclass
+class _Tail:
+    """A conversation's newest events known here: every one after `base` up to `top` is in `events`; `known` is the
+    newest seq heard of (by any hub), so the tail answers a read only when `top` has caught up with it."""
+
+    base: int
+    top: int
+    known: int
+    events: deque[tuple[int, dict[str, Any]]] = field(default_factory=deque)
+
+    def add(self, seq: int, event: dict[str, Any], kept: int) -> None:
+        self.known = max(self.known, seq)
+        if seq <= self.top:
+            return
+        if seq != self.top + 1:  # another hub's append came between: start over from here
+            self.events.clear()
+            self.base = seq - 1
+        self.events.append((seq, event))
+        self.top = seq
+        if len(self.events) > kept:
+            self.base = self.events.popleft()[0]
 
 
 class RedisEvents:
@@ -32,40 +65,73 @@ class RedisEvents:
         self._append = client.register_script(_APPEND)
         self._max_len = max_len
         self._retention_s = max(int(retention_s), 1)
-        # Blocking reads hold a connection while they wait: their own pool, so they never starve other commands.
-        self._blocking: redis.Redis = redis.Redis.from_url(url, decode_responses=True)
+        self._kept = min(KEPT_PER_CONVERSATION, max_len)
+        self._tails: OrderedDict[str, _Tail] = OrderedDict()
+        # Pub/sub channels are not per database, so the database is part of the channel's name.
+        db = client.connection_pool.connection_kwargs.get("db", 0)
+        channel = f"{PREFIX}{db}:appends"
+        self._notices = AppendNotices(client, channel, secrets.token_hex(8), self._heard, self._tails.clear)
 
     @staticmethod
     def _keys(key: str) -> tuple[str, str]:
         return f"{PREFIX}events:{key}", f"{PREFIX}events-seq:{key}"
 
+    def _tail(self, key: str) -> _Tail | None:
+        tail = self._tails.get(key)
+        if tail is not None:
+            self._tails.move_to_end(key)
+        return tail
+
+    def _remember(self, key: str, found: list[tuple[int, dict[str, Any]]]) -> None:
+        tail = self._tail(key)
+        if tail is None:
+            tail = self._tails[key] = _Tail(found[0][0] - 1, found[0][0] - 1, 0)
+            if len(self._tails) > KEPT_CONVERSATIONS:
+                self._tails.popitem(last=False)
+        for seq, event in found:
+            tail.add(seq, event, self._kept)
+
+    def _heard(self, key: str, seq: int) -> None:
+        """Another hub appended `seq` to `key`: what is kept here of `key` no longer reaches its end."""
+        tail = self._tails.get(key)
+        if tail is not None:
+            tail.known = max(tail.known, seq)
+
     async def append(self, key: str, event: dict[str, Any]) -> int:
         data = json.dumps(event, separators=(",", ":"))
-        return int(await self._append(keys=list(self._keys(key)), args=[data, self._max_len, self._retention_s]))
+        args: list[str | int] = [
+            data,
+            self._max_len,
+            self._retention_s,
+            self._notices.channel,
+            self._notices.token,
+            key,
+        ]
+        seq = int(await self._append(keys=list(self._keys(key)), args=args))
+        self._remember(key, [(seq, event)])
+        self._notices.appended.notify(key)
+        return seq
 
     async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        tail = self._tail(key)
+        if tail is not None and tail.base <= after and tail.top >= tail.known:
+            return [item for item in tail.events if item[0] > after][:limit]
         entries = await self._redis.xrange(self._keys(key)[0], min=f"({after}-1", count=limit)
-        return _decoded(entries)
+        found = _decoded(entries)
+        if found and tail is not None and found[0][0] <= tail.top + 1:
+            self._remember(key, found)  # what this hub missed, joined on to what it had
+        return found
 
     async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
-        stream = self._keys(key)[0]
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            remaining = deadline - loop.time()
-            block_ms = max(1, int(min(remaining, BLOCK_SLICE_S) * 1000))
-            reply = await self._blocking.xread({stream: f"{after}-1"}, count=limit, block=block_ms)
-            if reply:
-                return _decoded(cast(list[Any], reply)[0][1])
-            if deadline - loop.time() <= 0:
-                return []
+        await self._notices.listening()
+        return await self._notices.appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:
         value = await self._redis.get(self._keys(key)[1])
         return int(value or 0)
 
     async def close(self) -> None:
-        await bounded_close(self._blocking.aclose())
+        await self._notices.close()
 
 
 def _decoded(entries: Any) -> list[tuple[int, dict[str, Any]]]:
