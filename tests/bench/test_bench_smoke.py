@@ -31,3 +31,15 @@ def test_the_load_benchmark_runs_on_sqlite_and_two_hubs_on_redis() -> None:
     rows = [line for line in out.splitlines() if line.startswith(("| sqlite", "| redis2"))]
     assert [row.split(" | ")[0] for row in rows] == ["| sqlite", "| redis2+fast"]
     assert all(row.split(" | ")[5] == "0" for row in rows), out  # no errors
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_the_answers_benchmark_runs_with_questions_left_pending() -> None:
+    out = run("answers.py", "--n", "20", "--pending", "40", "--clients", "4")
+    rows = [line for line in out.splitlines() if line.startswith(("| sqlite", "| redis"))]
+    assert len(rows) == 3 and "with 40 pending" in out, out
+
+
+def test_the_memory_benchmark_runs() -> None:
+    out = run("memory.py", "--n", "10", "--concurrency", "4")
+    assert "streams closed" in out and "streams open" in out, out

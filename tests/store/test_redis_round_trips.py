@@ -10,9 +10,11 @@ import redis.asyncio.connection
 from tests.conftest import HubFactory
 from tests.server.test_scale_out import chat_body, items
 
-ROUND_TRIPS = 31
+ROUND_TRIPS = 33
 """Steady state, one hub: 13 scripts (10 event appends, 2 conversation writes, the answer's compare-and-set), 5
-conversation reads, 4 run saves and 1 run read, 1 question write, 4 question reads, 2 log-length reads, 1 log read.
+conversation reads, 4 run saves and 1 run read, 1 question write, 4-5 question reads, 2 log-length reads, 1 log
+read: 31-32 (whether the store's notice of the answer or the compare-and-set's reply comes first decides a read),
+and one to spare.
 Before issue 25 it was 41 (each waiting reader's blocking `XREAD` per event, a read before each compare-and-set,
 re-reads of an ended question)."""
 
@@ -47,7 +49,7 @@ def _first_command(packed: Any) -> str:
 def test_a_question_round_trip_costs_a_bounded_number_of_redis_round_trips(
     make_hub: HubFactory, redis_url: str, sent: Sent
 ) -> None:
-    hub = make_hub(store={"url": redis_url, "heartbeat_s": 600})
+    hub = make_hub(store={"url": redis_url, "heartbeat_s": 60})
     body = chat_body('/call mrtr.provision {"name": "orders"}')
     counts = []
     for _ in range(3):  # the first round also loads the scripts and opens connections
