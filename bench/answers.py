@@ -1,6 +1,6 @@
 """Answers per second through `POST /run/api/elicitation-responses`, with one hub and with two sharing Redis.
 
-Run:  uv run python bench/answers.py [--n 4000] [--pending 10000] [--clients 32] [--fast]
+Run:  uv run python bench/answers.py [--n 4000] [--pending 10000] [--clients 32] [--fast] [--profile DIR]
 
 For each setup, `--pending` elicitations for user alice are put straight into the store from this process (the hubs
 have no waiter for them, so each answer is: auth, body parse, lookup, content check against the schema, the
@@ -9,7 +9,8 @@ concurrent httpx.AsyncClients (one keep-alive connection each, spread evenly ove
 all as fast as they can, each its own share in turn. Reported:
 answers/s over the whole burst, per-answer latency, and the CPU seconds each process used during the burst (this
 machine has 2 cores, shared by the load generator, the hubs and redis-server), and the hubs' CPU per answer, which
-is what bounds a hub on a core of its own. Hubs are `elicithub serve` (`--fast`: on uvloop and httptools).
+is what bounds a hub on a core of its own. Hubs are `elicithub serve` (`--fast`: on uvloop and httptools). With
+`--profile DIR` each answering hub is sampled by py-spy during its burst and pyspy.py summarises where its CPU went.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -26,6 +28,7 @@ from typing import Any
 
 import httpx
 from processes import cpu_seconds, machine_ticks, pct, serve, shares, start_redis, stop, wait_for_port
+from pyspy import record, summary
 
 from elicithub.core.elicitation import State, new_elicitation
 from elicithub.store import open_backend
@@ -122,6 +125,7 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=10_000, help="questions pending per setup (default 10000)")
     parser.add_argument("--clients", type=int, default=32, help="concurrent HTTP clients (default 32)")
     parser.add_argument("--fast", action="store_true", help="hubs on uvloop and httptools (the fast extra)")
+    parser.add_argument("--profile", type=Path, help="sample the answering hubs with py-spy into this folder")
     args = parser.parse_args()
     pending = max(args.pending, args.n)
     options = ["--loop", "uvloop", "--http", "httptools"] if args.fast else []
@@ -151,7 +155,17 @@ def main() -> None:
             hubs = [f"http://127.0.0.1:{processes[name][1]}" for name in names]
             ids = asyncio.run(put_pending(url, pending))[: args.n]
             cpu0, machine0 = {k: cpu_seconds(pid) for k, pid in pids.items()}, machine_ticks()
+            samplers = []
+            if args.profile is not None:
+                args.profile.mkdir(parents=True, exist_ok=True)
+                for name in names:
+                    out = args.profile / f"{setup.replace(', ', '-').replace(' ', '')}-{name}.txt"
+                    samplers.append((out, record(pids[name], 600, out)))
             elapsed, latencies = asyncio.run(answer_all(hubs, ids, args.clients))
+            for out, sampler in samplers:
+                sampler.send_signal(signal.SIGINT)  # py-spy writes what it has and exits
+                sampler.wait()
+                print(f"\n### {out.name}\n\n{summary(out, rounds=args.n // len(samplers))}\n", file=sys.stderr)
             cpu = {k: cpu_seconds(pid) - cpu0[k] for k, pid in pids.items()}
             machine = shares(machine0, machine_ticks())
             others = machine["busy s"] - sum(cpu.values())

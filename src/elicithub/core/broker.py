@@ -209,10 +209,17 @@ class Broker:
         return elicitation
 
     async def respond(
-        self, elicitation_id: str, answer: Answer, user_id: str | None, conversation_id: str | None = None
+        self,
+        elicitation_id: str,
+        answer: Answer,
+        user_id: str | None,
+        conversation_id: str | None = None,
+        looked_up: Elicitation | None = None,
     ) -> Resolution:
-        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent."""
-        elicitation = await self.lookup(elicitation_id, user_id, conversation_id)
+        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent. `looked_up`: the
+        question as the caller just had it from `lookup`, saving a read (if it has ended since, the compare-and-set
+        fails and the answer is judged again against what is stored)."""
+        elicitation = looked_up or await self.lookup(elicitation_id, user_id, conversation_id)
         decision = decide(elicitation, answer, utcnow())
         if isinstance(decision, Invalid):
             raise InvalidContent(elicitation_id, decision.errors)

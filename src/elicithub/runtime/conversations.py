@@ -153,7 +153,7 @@ class Conversations:
         elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id)
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         after = await self.backend.events.last(key)
-        resolution = await self.broker.respond(elicitation.id, answer, caller.user_id)
+        resolution = await self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation)
         followed = self._readers[elicitation.run_id] > 0
         run = await self.backend.runs.get(elicitation.run_id)
         call = None
