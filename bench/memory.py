@@ -45,11 +45,14 @@ def rss_bytes(pid: int) -> int:
 async def until_asked(response: aiohttp.ClientResponse) -> None:
     if response.status != 200:
         raise RuntimeError(f"chat {response.status}")
+    said = ""
     async for raw in response.content:
         chunk = chat_chunk(raw.decode().rstrip("\r\n"))
         if chunk is not None and chunk[0] == "event" and chunk[1]["type"] == "elicitation-request":
             return
-    raise RuntimeError("the stream ended without a question")
+        if chunk is not None and chunk[0] == "text":
+            said += chunk[1]
+    raise RuntimeError(f"the stream ended without a question: {said[:300]!r}")
 
 
 async def ask(http: aiohttp.ClientSession, url: str, n: int, concurrency: int, keep_open: bool) -> list[Any]:

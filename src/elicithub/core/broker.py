@@ -135,7 +135,9 @@ class Broker:
     async def _until_end(self, elicitation: Elicitation, future: asyncio.Future[Resolution]) -> Resolution:
         remaining = (elicitation.expires_at - utcnow()).total_seconds()
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=max(remaining, 0))
+            # asyncio.timeout, not wait_for: one timer while it waits, no extra future and callback.
+            async with asyncio.timeout(max(remaining, 0)):
+                return await asyncio.shield(future)
         except TimeoutError:
             return await self.end(elicitation.id, State.EXPIRED)
 
@@ -157,41 +159,55 @@ class Broker:
             waiting.announced = True
             await self._announce(waiting.elicitation, resolution)
 
-    async def wait(self, elicitation_id: str) -> Resolution:
+    async def wait(self, elicitation_id: str, known: Elicitation | None = None) -> Resolution:
         """Wait for a question (opened here or earlier: before a restart, or by another instance) to end. Any
-        number may wait for one question; each is woken with the same resolution."""
-        elicitation = await self.store.get(elicitation_id)
+        number may wait for one question; each is woken with the same resolution. `known`: the question as the
+        caller holds it (it opened it), so the waiter neither reads nor keeps a copy of its own."""
+        elicitation = known or await self.store.get(elicitation_id)
         if elicitation is None:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
         with self._waiting(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us.
-            current = await self.store.get(elicitation_id)
+            # Only how it ended is kept, not a second copy of the question for as long as it waits.
+            ended = await self._ended(elicitation_id)
             if waiting.future.done():
                 resolution = waiting.future.result()  # it ended while we registered: ours to announce
-            elif current is not None and current.state is not State.PENDING:
-                return Resolution.of(current)  # it ended before we registered: that transition announced it
+            elif ended is not None:
+                return ended  # it ended before we registered: that transition announced it
             else:
                 resolution = await self._until_end(waiting.elicitation, waiting.future)
         await self._announce_once(waiting, resolution)
         return resolution
 
+    async def _ended(self, elicitation_id: str) -> Resolution | None:
+        stored = await self.store.get(elicitation_id)
+        return None if stored is None or stored.state is State.PENDING else Resolution.of(stored)
+
     async def wait_all(
-        self, elicitation_ids: list[str], ended: Callable[[Resolution], None] | None = None
+        self,
+        elicitation_ids: list[str],
+        ended: Callable[[Resolution], None] | None = None,
+        known: dict[str, Elicitation] | None = None,
     ) -> list[Resolution]:
-        """Wait for several opened questions to end; `ended` (the hub's telemetry) hears of each as it ends. If the
-        run goes away meanwhile, a hub that keeps nothing across a shutdown cancels them (nobody could use an
-        answer any more); a durable one leaves them open."""
+        """Wait for several opened questions to end; `ended` (the hub's telemetry) hears of each as it ends; `known`
+        as for `wait`. If the run goes away meanwhile, a hub that keeps nothing across a shutdown cancels them
+        (nobody could use an answer any more); a durable one leaves them open."""
+        known = known or {}
         try:
-            return list(await asyncio.gather(*(self._wait_one(i, ended) for i in elicitation_ids)))
+            if len(elicitation_ids) == 1:  # the common case, without a task of its own for as long as it waits
+                return [await self._wait_one(elicitation_ids[0], ended, known)]
+            return list(await asyncio.gather(*(self._wait_one(i, ended, known) for i in elicitation_ids)))
         except asyncio.CancelledError:
             if not self.durable:
                 await _despite_cancellation(self.cancel(elicitation_ids))
             raise
 
-    async def _wait_one(self, elicitation_id: str, ended: Callable[[Resolution], None] | None) -> Resolution:
-        resolution = await self.wait(elicitation_id)
+    async def _wait_one(
+        self, elicitation_id: str, ended: Callable[[Resolution], None] | None, known: dict[str, Elicitation]
+    ) -> Resolution:
+        resolution = await self.wait(elicitation_id, known.get(elicitation_id))
         if ended is not None:
             ended(resolution)
         return resolution

@@ -124,7 +124,7 @@ class Asker:
         if waiting:
             await self._emit(RunPaused(tuple(e.id for e in waiting)))
         with telemetry.questions(waiting) as ended:
-            return await self.broker.wait_all(ids, ended)
+            return await self.broker.wait_all(ids, ended, {e.id: e for e in waiting})
 
     async def _asked_before(self, elicitation: Elicitation) -> Elicitation | None:
         """The same question asked before the interruption, if any (a rerun asks its questions again)."""
