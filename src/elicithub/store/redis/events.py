@@ -1,9 +1,9 @@
 """The Redis backend's event logs: `elicithub:events:<key>`, a stream (ids `<seq>-1`), with `events-seq:<key>`, its
 counter.
 
-Each append is also published (with the seq and the appending process's token), so a reader here waits on a notice
-instead of a blocking read, and each hub keeps the newest events it appended or read per conversation: a reader
-following a run on the hub that runs it never reads Redis.
+Each append is also published to the other hubs reading that log (see `appends`), so a reader here waits on a
+notice instead of a blocking read, and each hub keeps the newest events it appended or read per conversation: a
+reader following a run on the hub that runs it never reads Redis.
 """
 
 from __future__ import annotations
@@ -16,22 +16,26 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from elicithub.store.redis.appends import AppendNotices
+from elicithub.store.redis.appends import PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000
 
-# KEYS: the stream, its counter. ARGV: the event JSON, the bound, seconds kept, the channel, this process's token,
-# the log's key.
-_APPEND = """
+# KEYS: the stream, its counter, its watch hash. ARGV: the event JSON, the bound, seconds kept, then what PUBLISH
+# reads.
+_APPEND = (
+    """
 local seq = redis.call('INCR', KEYS[2])
 redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-1', 'e', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
-redis.call('PUBLISH', ARGV[4], ARGV[5] .. ' ' .. seq .. ' ' .. ARGV[6])
+"""
+    + PUBLISH
+    + """
 return seq
 """
+)
 
 
 @dataclass
@@ -69,8 +73,9 @@ class RedisEvents:
         self._tails: OrderedDict[str, _Tail] = OrderedDict()
         # Pub/sub channels are not per database, so the database is part of the channel's name.
         db = client.connection_pool.connection_kwargs.get("db", 0)
-        channel = f"{PREFIX}{db}:appends"
-        self._notices = AppendNotices(client, channel, secrets.token_hex(8), self._heard, self._tails.clear)
+        self._notices = AppendNotices(
+            client, f"{PREFIX}{db}:appends:", secrets.token_hex(8), self._heard, self._lapsed, self._tails.clear
+        )
 
     @staticmethod
     def _keys(key: str) -> tuple[str, str]:
@@ -97,17 +102,20 @@ class RedisEvents:
         if tail is not None:
             tail.known = max(tail.known, seq)
 
+    def _lapsed(self, key: str) -> None:
+        self._tails.pop(key, None)
+
     async def append(self, key: str, event: dict[str, Any]) -> int:
         data = json.dumps(event, separators=(",", ":"))
         args: list[str | int] = [
             data,
             self._max_len,
             self._retention_s,
-            self._notices.channel,
+            self._notices.prefix,
             self._notices.token,
             key,
         ]
-        seq = int(await self._append(keys=list(self._keys(key)), args=args))
+        seq = int(await self._append(keys=[*self._keys(key), watch_key(key)], args=args))
         self._remember(key, [(seq, event)])
         self._notices.appended.notify(key)
         return seq
@@ -123,7 +131,7 @@ class RedisEvents:
         return found
 
     async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
-        await self._notices.listening()
+        await self._notices.watch(key, timeout_s)
         return await self._notices.appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:
