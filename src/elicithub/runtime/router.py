@@ -39,6 +39,7 @@ class ToolRouter:
     ) -> None:
         self._triggers: dict[str, Trigger] = {}
         self._agents = agents or {}
+        self._qualified: dict[str, tuple[list[ToolSpec], list[ToolSpec]]] = {}
         for trigger in triggers or []:
             self.register(trigger)
 
@@ -64,8 +65,16 @@ class ToolRouter:
             if isinstance(result, BaseException):
                 log.warning("%s is unavailable: %s", trigger.prefix, result)
                 continue
-            specs.extend(replace(t, name=f"{trigger.prefix}.{t.name}") for t in result)
+            specs.extend(self._qualify(trigger.prefix, result))
         return specs
+
+    def _qualify(self, prefix: str, tools: list[ToolSpec]) -> list[ToolSpec]:
+        """The tools named under their prefix. A trigger hands out its cached listing as one list while it holds,
+        so every run (and every waiting one keeps its own tool list) shares one set of qualified specs."""
+        known = self._qualified.get(prefix)
+        if known is None or known[0] is not tools:
+            known = self._qualified[prefix] = (tools, [replace(t, name=f"{prefix}.{t.name}") for t in tools])
+        return known[1]
 
     async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
         prefix, _, tool = name.partition(".")
