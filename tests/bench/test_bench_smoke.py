@@ -43,3 +43,8 @@ def test_the_answers_benchmark_runs_with_questions_left_pending() -> None:
 def test_the_memory_benchmark_runs() -> None:
     out = run("memory.py", "--n", "10", "--concurrency", "4")
     assert "streams closed" in out and "streams open" in out, out
+
+
+def test_the_holdings_benchmark_runs() -> None:
+    out = run("holds.py", "--n", "5", "--top", "3")
+    assert "KB traced per question" in out, out
