@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import anyio
 import pytest
+import redis
 
 from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.errors import StoreUnusable
@@ -188,3 +189,25 @@ async def test_a_redis_that_may_evict_keys_is_refused_unless_allowed(
         await safe.open()
     finally:
         await safe.close()
+
+
+async def test_a_hub_following_its_own_log_also_gets_another_hubs_appends_in_order(redis_url: str) -> None:
+    one, other = open_backend(redis_url), open_backend(redis_url)
+    try:
+        assert await one.events.append("k", {"n": 1}) == 1  # kept in one's memory
+        waiting = asyncio.create_task(one.events.wait("k", after=1, timeout_s=30))
+        await asyncio.sleep(0.1)
+        assert await other.events.append("k", {"n": 2}) == 2
+        with anyio.fail_after(5):
+            assert await waiting == [(2, {"n": 2})]
+        assert await one.events.append("k", {"n": 3}) == 3
+        with anyio.fail_after(5):
+            assert await one.events.wait("k", after=2, timeout_s=30) == [(3, {"n": 3})]
+        assert [seq for seq, _ in await one.events.read("k")] == [1, 2, 3]
+        assert [seq for seq, _ in await other.events.read("k")] == [1, 2, 3]
+        # Only the hub that reads the log holds a lease on it, so only it is told of the others' appends.
+        with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+            assert len(client.hgetall("elicithub:watch:k")) == 1
+    finally:
+        await one.close()
+        await other.close()

@@ -93,13 +93,16 @@ class AppendNotices:
         held_until = self._leases.get(key, 0.0)
         if held_until - loop.time() > timeout_s + LEASE_SPARE_S / 2:
             return
-        if held_until <= loop.time():
-            self._lapsed(key)
+        lapsed = held_until <= loop.time()
         if len(self._leases) >= KEPT_LEASES:
             self._leases = {k: t for k, t in self._leases.items() if t > loop.time()}
         ends = loop.time() + lease_s
         await self._watch(keys=[watch_key(key)], args=[self.token, int(lease_s * 1000)])
         self._leases[key] = ends
+        if lapsed:
+            # Appends made elsewhere before the lease were not told here: forget what is kept, so the next read
+            # goes to Redis (after the lease, so none can slip in between unheard).
+            self._lapsed(key)
 
     async def _listen(self, listening: asyncio.Event) -> None:
         while not self._closing:

@@ -87,20 +87,22 @@ class RedisEvents:
             self._tails.move_to_end(key)
         return tail
 
+    def _new_tail(self, key: str, top: int) -> _Tail:
+        tail = self._tails[key] = _Tail(top, top, 0)
+        if len(self._tails) > KEPT_CONVERSATIONS:
+            self._tails.popitem(last=False)
+        return tail
+
     def _remember(self, key: str, found: list[tuple[int, dict[str, Any]]]) -> None:
-        tail = self._tail(key)
-        if tail is None:
-            tail = self._tails[key] = _Tail(found[0][0] - 1, found[0][0] - 1, 0)
-            if len(self._tails) > KEPT_CONVERSATIONS:
-                self._tails.popitem(last=False)
+        tail = self._tail(key) or self._new_tail(key, found[0][0] - 1)
         for seq, event in found:
             tail.add(seq, event, self._kept)
 
     def _heard(self, key: str, seq: int) -> None:
-        """Another hub appended `seq` to `key`: what is kept here of `key` no longer reaches its end."""
-        tail = self._tails.get(key)
-        if tail is not None:
-            tail.known = max(tail.known, seq)
+        """Another hub appended `seq` to `key`: what is kept here of `key` no longer reaches its end. Noted even
+        when nothing is kept yet, for this hub's own append in flight may start keeping it from below `seq`."""
+        tail = self._tail(key) or self._new_tail(key, 0)
+        tail.known = max(tail.known, seq)
 
     def _lapsed(self, key: str) -> None:
         self._tails.pop(key, None)
