@@ -87,7 +87,10 @@ class AppendNotices:
             self._listening = asyncio.Event()
             self._task = asyncio.create_task(self._listen(self._listening))
         assert self._listening is not None
-        await self._listening.wait()
+        try:
+            await asyncio.wait_for(self._listening.wait(), timeout_s)
+        except TimeoutError:
+            raise redis.ConnectionError("not subscribed to the event log's append notices") from None
         loop = asyncio.get_running_loop()
         lease_s = timeout_s + LEASE_SPARE_S
         held_until = self._leases.get(key, 0.0)
