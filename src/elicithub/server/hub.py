@@ -36,6 +36,7 @@ from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
+from elicithub.surfaces.mcp_task_records import TaskRecords
 from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.credentials import CredentialGate
@@ -117,6 +118,7 @@ class Hub:
         self.mcp = McpSurface(
             self.conversations,
             Tickets(self.backend.kv),
+            TaskRecords(self.backend.kv, config.conversations.retention_s),
             self.identity.user_for,
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,

@@ -26,13 +26,14 @@ from elicithub.core.runs import Message, Pause
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.task_wire import TaskHandle
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
-from elicithub.triggers.mcp.task_wire import TaskHandle, TasksExtension
+from elicithub.triggers.mcp.task_wire import TasksExtension
 from elicithub.triggers.mcp.tasks import Sleep, TaskFollower, TaskProgress, is_task_pause, start_core_task
 
 log = logging.getLogger(__name__)

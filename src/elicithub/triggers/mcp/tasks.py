@@ -18,20 +18,16 @@ from mcp.shared.exceptions import MCPError
 
 from elicithub.core.runs import Pause
 from elicithub.errors import QuestionRefused
+from elicithub.task_wire import UNKNOWN_TASK, TaskHandle, TaskParams, TaskSnapshot, UpdateParams
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded
 from elicithub.triggers.mcp.task_wire import (
-    UNKNOWN_TASK,
     Anything,
     CancelTask,
     GetTask,
     InputResponse,
     InputResponseParams,
-    TaskHandle,
-    TaskParams,
     TaskResult,
-    TaskSnapshot,
-    UpdateParams,
     UpdateTask,
 )
 
