@@ -179,6 +179,20 @@ async def test_a_question_opened_just_after_the_run_was_superseded_is_cancelled_
         assert stored is not None and stored.outcome == "cancelled"
 
 
+async def test_a_stopped_run_cancels_its_question_ends_and_keeps_nothing(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        conversation, events = await started(hub, ALICE, "chat-stop", ASK)
+        asked = next(e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested))
+        run_id = asked.elicitation.run_id
+        assert not await hub.conversations.stop(BOB, conversation, run_id)  # not Bob's conversation
+        assert await hub.conversations.stop(ALICE, conversation, run_id)
+        rest = await events_until(events, RunFinished)
+        assert ElicitationResolved(asked.elicitation.id, "cancelled") in rest
+        assert not await hub.conversations.stop(ALICE, conversation, run_id)  # once
+        record = await hub.conversations.get(ALICE, conversation)
+        assert record.active_run_id is None and [m["content"] for m in record.messages] == [ASK]
+
+
 async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> None:
     async with instance(backend) as hub:
         await started(hub, ALICE, "shared-name", "hello")

@@ -136,6 +136,10 @@ def test_a_cancelled_task_ends_its_questions_and_reads_cancelled(hub: RunningHub
 
     asyncio.run(go())
     assert pending(hub) == 0
+    deadline = time.monotonic() + 30
+    while hub.hub.conversations.running():  # the run is stopped, not left to ask again
+        assert time.monotonic() < deadline, "the cancelled task's run kept running"
+        time.sleep(0.01)
     url = hub.config.mcp_servers[1].url
     assert url is not None
     assert httpx.get(url.removesuffix("/mcp") + "/debug/provisioned").json().get("never", 0) == 0

@@ -264,6 +264,21 @@ class Conversations:
                 return conversation_id
         return new_id("conv")
 
+    async def stop(self, caller: Caller, conversation_id: str, run_id: str) -> bool:
+        """Stop a run that is still the conversation's active one (its caller cancelled it): it makes no more
+        calls, its questions and its delegated runs' are cancelled, and nothing it says is kept. False when the run
+        is no longer active (it ended, or a newer message superseded it)."""
+        key = conversation_key(caller.user_id, conversation_id)
+        while True:
+            current = await self.backend.conversations.get(key)
+            if current is None or current.active_run_id != run_id:
+                return False
+            stopped = replace(current, active_run_id=None, version=current.version + 1, updated_at=time.time())
+            if await self.backend.conversations.put(stopped, current.version):
+                break
+        await self._supersede(run_id)
+        return True
+
     async def _supersede(self, run_id: str) -> None:
         """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs, and so are
         those of the runs it delegated to, down the chain (each waits inside its parent's call). Each run then

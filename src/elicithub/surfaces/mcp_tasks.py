@@ -108,7 +108,7 @@ class McpTasks:
         if record.ended is not None:
             return Seen(**record.ended)
         if record.cancelled:
-            await self._cancel_questions(caller, record)
+            await self._stop(caller, record)
             return Seen("cancelled")
         try:
             conversation = await self.conversations.get(caller, record.conversation_id)
@@ -134,13 +134,8 @@ class McpTasks:
     def _driver(self, caller: Caller, record: TaskRecord) -> PauseDriver:
         return PauseDriver(self.conversations, caller, lambda e: e.mode in record.modes)
 
-    async def _cancel_questions(self, caller: Caller, record: TaskRecord) -> None:
-        conversation = await self.conversations.get(caller, record.conversation_id)
-        if conversation.active_run_id != record.run_id:
-            return
-        for question in await self.conversations.pending(caller, record.conversation_id):
-            with contextlib.suppress(HubError):
-                await self.conversations.cancel(caller, question.id)
+    async def _stop(self, caller: Caller, record: TaskRecord) -> None:
+        await self.conversations.stop(caller, record.conversation_id, record.run_id)
 
     # -- tasks/* requests
 
@@ -187,7 +182,7 @@ class McpTasks:
         if seen.status not in TERMINAL:
             record = record.with_(cancelled=True)
             await self.records.save(record)
-            await self._cancel_questions(caller, record)
+            await self._stop(caller, record)
             seen = Seen("cancelled")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return {}
