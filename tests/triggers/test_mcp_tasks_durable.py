@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from tests.conftest import USERS, served
-from tests.core_fixtures import RedisServer
 from tests.server.test_durable import Serve, reattached_text, serve, store_url, ui_body
 from tests.servers.tasks_server import TaskBook, build
 
@@ -44,12 +43,12 @@ async def ask(url: str, conversation: str, text: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 def test_kill_9_while_a_task_waits_then_another_instance_finishes_it(
-    store: str, serve: Serve, tmp_path: Path, tasks_url: tuple[str, TaskBook], redis_server: RedisServer
+    store: str, serve: Serve, tmp_path: Path, tasks_url: tuple[str, TaskBook], request: pytest.FixtureRequest
 ) -> None:
     url, book = tasks_url
     config = tmp_path / "hub.yaml"
     data = {
-        "store": {"url": store_url(store, tmp_path, redis_server, db=4), "heartbeat_s": 0.3},
+        "store": {"url": store_url(store, tmp_path, request, db=4), "heartbeat_s": 0.3},
         "secrets": {"key_file": str(tmp_path / "secret.key")},
         "users": USERS,
         "mcp_servers": [{"id": "wh", "url": url}],
