@@ -1,4 +1,5 @@
-"""Two demo MCP servers, one per protocol era: `deploy` returns InputRequiredResult, `release` elicits mid-call."""
+"""Two demo MCP servers, one per protocol era: `deploy` returns InputRequiredResult (and runs `migrate` as a task),
+`release` elicits mid-call."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from mcp_types import (
     TextContent,
 )
 from pydantic import BaseModel, Field
+
+from elicithub.demo.migrate import migrations
 
 REGIONS = {
     "eu-west-1": "Europe (Ireland)",
@@ -50,8 +53,11 @@ def _text(value: str, *, error: bool = False) -> CallToolResult:
 
 
 def deploy_server() -> MCPServer:
-    """The `deploy` server (MCP 2026-07-28): one form per deploy, returned as an InputRequiredResult."""
-    server: MCPServer = MCPServer("deploy", instructions="Deploys demo services to production.", log_level="WARNING")
+    """The `deploy` server (MCP 2026-07-28): one form per deploy, returned as an InputRequiredResult; `migrate` runs
+    as a task (io.modelcontextprotocol/tasks) that asks for confirmation while it waits."""
+    server: MCPServer = MCPServer(
+        "deploy", instructions="Deploys demo services to production.", log_level="WARNING", extensions=[migrations()]
+    )
 
     @server.tool()
     async def deploy_service(service: str, ctx: Context) -> CallToolResult | InputRequiredResult:

@@ -1,0 +1,65 @@
+"""The deploy server's `migrate` tool, which runs as an MCP task: it checks the database, asks the person to confirm
+half way through, and applies the pending migrations (all simulated, one step per poll)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.extension import ToolBinding
+
+from elicithub.demo.tasks import Step, Task, TaskTools, form, missing_capability, text
+
+PENDING = ["0042_add_order_status", "0043_index_orders_by_customer", "0044_drop_legacy_totals"]
+CONFIRM = "confirm"
+POLL_MS = 250
+"""How soon the client is asked to look again: each look moves the migration one step on."""
+
+
+def _form(database: str) -> dict[str, Any]:
+    count = len(PENDING)
+    schema = {
+        "type": "object",
+        "properties": {
+            "apply": {
+                "type": "boolean",
+                "title": f"Apply {count} pending migrations",
+                "description": ", ".join(PENDING),
+            }
+        },
+        "required": ["apply"],
+    }
+    return form(f"Apply {count} pending migrations to {database}?", schema)
+
+
+def _steps(database: str) -> list[Step]:
+    return [
+        ("work", f"Connecting to {database}"),
+        ("work", f"Checking the schema of {database}: {len(PENDING)} migrations pending"),
+        ("ask", {CONFIRM: _form(database)}),
+        *(("work", f"Applying {name}") for name in PENDING),
+    ]
+
+
+def start(arguments: dict[str, Any], task_id: str) -> Task:
+    database = str(arguments.get("database") or "orders-db")
+
+    def finish(task: Task) -> dict[str, Any]:
+        return text(f"Migrated {database}: {len(PENDING)} migrations applied.")
+
+    def judge(task: Task, response: dict[str, Any]) -> dict[str, Any] | None:
+        if response.get("action") == "accept" and (response.get("content") or {}).get("apply") is True:
+            return None
+        return text(f"Migration of {database} stopped: not confirmed, nothing was applied.")
+
+    return Task(task_id, _steps(database), finish, judge, poll_ms=POLL_MS)
+
+
+async def migrate(database: str = "orders-db") -> str:
+    """Apply the pending schema migrations to a database; runs as an MCP task and asks for confirmation first."""
+    # Reached only by a call that did not declare the tasks extension: this tool cannot run without it.
+    raise missing_capability()
+
+
+def migrations() -> TaskTools:
+    """The extension that gives an `MCPServer` the `migrate` tool and the tasks it runs as."""
+    return TaskTools([ToolBinding(migrate)], {"migrate": start})
