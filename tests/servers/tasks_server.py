@@ -20,7 +20,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, ListToolsResult, PaginatedRequestParams, Tool
 
 from elicithub.demo.tasks import (
-    TASKS,
     AnswerParams,
     Step,
     Task,
@@ -30,6 +29,7 @@ from elicithub.demo.tasks import (
     missing_capability,
     text,
 )
+from elicithub.triggers.mcp.task_wire import TASKS_EXTENSION
 
 CONFIRM = {
     "type": "object",
@@ -152,7 +152,7 @@ def build(shape: str = "2026-07-28") -> tuple[Server[Any], TaskBook]:
         return {}
 
     server: Server[Any] = Server(f"tasks-{shape}", on_list_tools=list_tools, on_call_tool=call_tool)
-    server.extensions[TASKS] = {}
+    server.extensions[TASKS_EXTENSION] = {}
     server.add_request_handler("tasks/get", TaskParams, get)
     server.add_request_handler("tasks/cancel", TaskParams, cancel)
     if shape == "draft":

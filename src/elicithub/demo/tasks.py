@@ -15,13 +15,13 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding, ToolBinding
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolRequestParams, RequestParams
+from mcp_types import CallToolRequestParams, RequestParams
 from pydantic import ConfigDict
 
-TASKS = "io.modelcontextprotocol/tasks"
+from elicithub.triggers.mcp.task_wire import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
+
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 MISSING_CAPABILITY = -32021
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 Step = tuple[str, Any]
 """("work", status message | None) | ("ask", {key: request}) | ("fail", message) | ("cancel", message)."""
@@ -43,13 +43,12 @@ def declares_tasks(params: CallToolRequestParams) -> bool:
     """Whether the request declared the extension (per request, in `_meta`): only then may it get a task."""
     meta: dict[str, Any] = dict(params.meta or {})
     declared = (meta.get(CAPABILITIES) or {}).get("extensions") or {}
-    return TASKS in declared
+    return TASKS_EXTENSION in declared
 
 
 def missing_capability() -> MCPError:
-    return MCPError(
-        MISSING_CAPABILITY, "Missing required client capability", {"requiredCapabilities": {"extensions": {TASKS: {}}}}
-    )
+    required: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+    return MCPError(MISSING_CAPABILITY, "Missing required client capability", required)
 
 
 def _now() -> str:
@@ -150,7 +149,7 @@ class TaskTools(Extension):
     """Tools that run only as tasks on an `MCPServer`: a call that declared the extension gets a task handle and
     `tasks/get`, `tasks/update`, `tasks/cancel` follow it; any other call reaches the tool's own function."""
 
-    identifier = TASKS
+    identifier = TASKS_EXTENSION
 
     def __init__(self, tools: Sequence[ToolBinding], starts: dict[str, Start]) -> None:
         self._tools = tuple(tools)
@@ -180,7 +179,7 @@ class TaskTools(Extension):
     def find(self, task_id: str) -> Task:
         task = self.tasks.get(task_id)
         if task is None:
-            raise MCPError(INVALID_PARAMS, f"Unknown task {task_id}")
+            raise MCPError(UNKNOWN_TASK, f"Unknown task {task_id}")
         return task
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
