@@ -12,17 +12,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from elicithub.demo.launcher import Demo
-from elicithub.demo.tasks import MISSING_CAPABILITY
-from elicithub.triggers.mcp.task_wire import (
-    Anything,
-    CancelTask,
-    GetTask,
-    TaskHandle,
-    TaskParams,
-    TasksExtension,
-    UpdateParams,
-    UpdateTask,
-)
+from elicithub.task_wire import TaskHandle, TaskParams, UpdateParams
+from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TasksExtension, UpdateTask
 
 pytestmark = pytest.mark.anyio
 
@@ -123,4 +114,4 @@ async def test_migrate_without_the_tasks_extension_is_missing_capability(demo: D
     async with Client(streamable_http_client(demo.deploy_url), mode="2026-07-28") as plain:
         with pytest.raises(MCPError) as raised:
             await plain.session.call_tool("migrate", DATABASE)
-    assert raised.value.code == MISSING_CAPABILITY
+    assert raised.value.code == mt.MISSING_REQUIRED_CLIENT_CAPABILITY

@@ -10,7 +10,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from elicithub.triggers.mcp.task_wire import Anything, GetTask, TaskParams, TasksExtension
+from elicithub.task_wire import TaskParams
+from elicithub.triggers.mcp.task_wire import Anything, GetTask, TasksExtension
 from tests.conftest import HubFactory, RunningHub
 from tests.server.test_chat_openai import run_answering
 

@@ -24,13 +24,12 @@ from elicithub.demo.tasks import (
     Step,
     Task,
     TaskParams,
-    declares_tasks,
     form,
-    missing_capability,
     text,
 )
-from elicithub.triggers.mcp.task_wire import TASKS_EXTENSION
+from elicithub.task_wire import TASKS_EXTENSION
 
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 CONFIRM = {
     "type": "object",
     "properties": {"confirm": {"type": "boolean", "title": "Go ahead?"}},
@@ -105,8 +104,13 @@ def build(shape: str = "2026-07-28") -> tuple[Server[Any], TaskBook]:
 
     async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> dict[str, Any]:
         book.calls[params.name] += 1
-        if not declares_tasks(params):
-            raise missing_capability()
+        declared = ((params.meta or {}).get(CAPABILITIES) or {}).get("extensions") or {}
+        if TASKS_EXTENSION not in declared:
+            raise MCPError(
+                -32021,
+                "Missing required client capability",
+                {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+            )
         name = str((params.arguments or {}).get("name", "db"))
         task = scripted(f"task-{len(book.tasks) + 1}", params.name, name)
         book.tasks[task.task_id] = task

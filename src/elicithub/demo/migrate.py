@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.extension import ToolBinding
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.server import require_client_extension
 
-from elicithub.demo.tasks import Step, Task, TaskTools, form, missing_capability, text
+from elicithub.demo.tasks import Step, Task, TaskTools, form, text
+from elicithub.task_wire import TASKS_EXTENSION
 
 PENDING = ["0042_add_order_status", "0043_index_orders_by_customer", "0044_drop_legacy_totals"]
 CONFIRM = "confirm"
@@ -54,10 +57,12 @@ def start(arguments: dict[str, Any], task_id: str) -> Task:
     return Task(task_id, _steps(database), finish, judge, poll_ms=POLL_MS)
 
 
-async def migrate(database: str = "orders-db") -> str:
+async def migrate(ctx: Context, database: str = "orders-db") -> str:
     """Apply the pending schema migrations to a database; runs as an MCP task and asks for confirmation first."""
-    # Reached only by a call that did not declare the tasks extension: this tool cannot run without it.
-    raise missing_capability()
+    # Reached only by a call that did not declare the tasks extension (TaskTools answers the others): this tool
+    # cannot run without it, which the SDK's -32021 error says.
+    require_client_extension(ctx.request_context, TASKS_EXTENSION)
+    raise AssertionError("a call that declared the tasks extension runs as a task")
 
 
 def migrations() -> TaskTools:

@@ -18,10 +18,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, RequestParams
 from pydantic import ConfigDict
 
-from elicithub.triggers.mcp.task_wire import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
-
-CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-MISSING_CAPABILITY = -32021
+from elicithub.task_wire import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
 
 Step = tuple[str, Any]
 """("work", status message | None) | ("ask", {key: request}) | ("fail", message) | ("cancel", message)."""
@@ -39,16 +36,10 @@ def text(value: str, error: bool = False) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": value}], "isError": error}
 
 
-def declares_tasks(params: CallToolRequestParams) -> bool:
-    """Whether the request declared the extension (per request, in `_meta`): only then may it get a task."""
-    meta: dict[str, Any] = dict(params.meta or {})
-    declared = (meta.get(CAPABILITIES) or {}).get("extensions") or {}
-    return TASKS_EXTENSION in declared
-
-
-def missing_capability() -> MCPError:
-    required: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
-    return MCPError(MISSING_CAPABILITY, "Missing required client capability", required)
+def declares_tasks(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the request declared the extension (per request): only then may it be answered with a task."""
+    capabilities = ctx.session.client_capabilities
+    return TASKS_EXTENSION in ((capabilities.extensions if capabilities else None) or {})
 
 
 def _now() -> str:
@@ -170,7 +161,7 @@ class TaskTools(Extension):
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         start = self.starts.get(params.name)
-        if start is None or not declares_tasks(params):
+        if start is None or not declares_tasks(ctx):
             return await call_next(ctx)
         task = start(dict(params.arguments or {}), uuid.uuid4().hex[:12])
         self.tasks[task.task_id] = task
