@@ -55,12 +55,12 @@ async def get_hub(request: Request) -> Hub:
 
 
 async def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str | None:
-    return hub.identity(request)
+    return await hub.identity.of(request)
 
 
 async def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
     supports = request.headers.get("x-supports-elicitation", "").strip().lower() == "true"
-    return Caller(hub.identity(request), supports)
+    return Caller(await hub.identity.of(request), supports)
 
 
 HubDep = Annotated[Hub, Depends(get_hub)]
