@@ -14,6 +14,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from elicithub.client import HubClient, Text
 from tests.auth.oidc_provider import OidcProvider, forged_hs256
 from tests.conftest import HubFactory, RunningHub, sse_data
 from tests.server.test_chat_ui_stream import text_part, ui_body
@@ -198,3 +199,17 @@ def test_the_user_is_the_configured_claim(make_hub: HubFactory, oidc: OidcProvid
         assert client.get("/run/api/me").json() == {"user": "carol@example.com"}
     with jwt_client(hub, oidc.provider.mint("u-123")) as client:
         assert client.get("/run/api/me").status_code == 401  # no such claim: no user
+
+
+def test_hub_client_takes_its_token_from_the_environment(
+    oidc_hub: RunningHub, oidc: OidcProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ELICITHUB_TOKEN", oidc.provider.mint("alice"))
+
+    async def go() -> list[object]:
+        async with HubClient(oidc_hub.url) as client:
+            return [e async for e in client.chat("hello", conversation_id="chat-env-1")]
+
+    assert any(isinstance(e, Text) for e in asyncio.run(go()))
+    with oidc_hub.client("alice") as alice:
+        assert alice.get("/run/api/conversations/chat-env-1").status_code == 200

@@ -15,6 +15,8 @@ from elicithub.server.resource_metadata import ProtectedResource
 
 SESSION_COOKIE = "elicithub_session"
 SESSION_MAX_AGE_S = 30 * 24 * 3600
+ANONYMOUS_COOKIE = "elicithub_anonymous"
+"""An anonymous caller's own secret; the conversations the hub issues them are bound to it."""
 
 
 class Identity:
@@ -93,6 +95,11 @@ class Identity:
             challenge = self.challenge(invalid_token=True)
             raise HTTPException(401, "The bearer token is not valid.", headers={"WWW-Authenticate": challenge})
         return user
+
+    def anonymous_secret(self, request: Request) -> str | None:
+        """The secret of an anonymous caller's cookie (not for a write another origin sends on their behalf)."""
+        secret = request.cookies.get(ANONYMOUS_COOKIE, "")
+        return secret if len(secret) >= 32 and not self._cross_origin_write(request) else None
 
     def _cross_origin_write(self, request: Request) -> bool:
         # Cookies ride along on requests other sites make; a state-changing one from another origin must not act
