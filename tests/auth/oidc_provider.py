@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 from joserfc import jwt
 from joserfc.jwk import RSAKey
@@ -29,15 +29,24 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.routes import create_auth_routes
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import AnyHttpUrl
+from pydantic import AnyHttpUrl, AnyUrl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.conftest import ServedInThread, free_port, served
 
+
+class OAuthIdToken(OAuthToken):
+    """A token response with an OpenID Connect ID token."""
+
+    id_token: str
+
+
 AUDIENCE = "elicithub"
+WEB_CLIENT = "elicithub-web"
 SCOPES = ["openid", "profile", "email"]
 LOGIN_PATH = "/login"
 
@@ -59,6 +68,18 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self._pending: dict[str, tuple[OAuthClientInformationFull, AuthorizationParams]] = {}
         self._codes: dict[str, AuthorizationCode] = {}
+        self.nonces: dict[str, str] = {}  # state -> the authorization request's nonce, then code -> nonce
+
+    def register_web_client(self, redirect_uri: str) -> None:
+        """The hub's widget as a public client of this provider (as an admin would register it)."""
+        self.clients[WEB_CLIENT] = OAuthClientInformationFull(
+            client_id=WEB_CLIENT,
+            redirect_uris=[AnyUrl(redirect_uri)],
+            token_endpoint_auth_method="none",
+            grant_types=["authorization_code"],
+            response_types=["code"],
+            scope=" ".join(SCOPES),
+        )
 
     # -- tokens
 
@@ -107,7 +128,11 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         subject = authorization_code.subject or ""
         # RFC 8707: a token asked for one resource is for that resource only.
         access = self.mint(subject, aud=authorization_code.resource or AUDIENCE, scope=" ".join(SCOPES))
-        return OAuthToken(access_token=access, expires_in=300, scope=" ".join(authorization_code.scopes))
+        token = OAuthToken(access_token=access, expires_in=300, scope=" ".join(authorization_code.scopes))
+        if "openid" in authorization_code.scopes:
+            nonce = self.nonces.pop(authorization_code.code, None)
+            return OAuthIdToken(**token.model_dump(), id_token=self.mint(subject, aud=client.client_id, nonce=nonce))
+        return token
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         return None
@@ -147,6 +172,8 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
             subject=str(form.get("username", "")),
         )
         self._codes[code.code] = code
+        if params.state in self.nonces:
+            self.nonces[code.code] = self.nonces.pop(params.state)
         return RedirectResponse(
             construct_redirect_uri(str(params.redirect_uri), code=code.code, state=params.state), 302
         )
@@ -162,7 +189,7 @@ class OidcProvider:
 
     def config(self, **extra: Any) -> dict[str, Any]:
         """The hub's `auth.oidc` for this provider."""
-        return {"issuer": self.base, "audience": AUDIENCE, "client_id": "elicithub-web", **extra}
+        return {"issuer": self.base, "audience": AUDIENCE, "client_id": WEB_CLIENT, **extra}
 
 
 def _key(kid: str) -> RSAKey:
@@ -182,7 +209,7 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def app_for(provider: Provider) -> Starlette:
+def app_for(provider: Provider) -> ASGIApp:
     issuer = AnyHttpUrl(provider.issuer)
     registration = ClientRegistrationOptions(enabled=True, valid_scopes=SCOPES, default_scopes=SCOPES)
     routes = [
@@ -221,7 +248,17 @@ def app_for(provider: Provider) -> Starlette:
         Route("/jwks", jwks),
         Route(LOGIN_PATH, provider.login, methods=["GET", "POST"]),
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+
+    async def noting_nonce(scope: Scope, receive: Receive, send: Send) -> None:
+        # The SDK's authorization handler knows no OpenID nonce: keep it by state, for the ID token.
+        if scope["type"] == "http" and scope["path"] == "/authorize":
+            query = parse_qs(scope["query_string"].decode())
+            if "nonce" in query and "state" in query:
+                provider.nonces[query["state"][0]] = query["nonce"][0]
+        await app(scope, receive, send)
+
+    return noting_nonce
 
 
 @contextmanager

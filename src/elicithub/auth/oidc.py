@@ -95,9 +95,20 @@ class OidcVerifier:
         """The hub user a JWT names; fetches the keys if they are missing, old, or lack the token's `kid`.
 
         Raises `IdentityUnavailable` when the token may be good but the provider's keys cannot be had."""
+        return self.user(token) if await self._keys_for(token) else None
+
+    async def signed_in_user(self, id_token: str, nonce: str) -> str | None:
+        """The hub user of the ID token a sign-in got back: issued to the hub's client, for this sign-in's nonce."""
+        if not await self._keys_for(id_token):
+            return None
+        claims = self._claims(id_token, [self.config.client_id or ""])
+        return self._user_of(claims) if claims is not None and claims.get("nonce") == nonce else None
+
+    async def _keys_for(self, token: str) -> bool:
+        """Whether `token` is a JWS; if so, the keys are made current enough to check it."""
         header = _header(token)
         if header is None:
-            return None
+            return False
         now = time.monotonic()
         if self._keys is None:
             await self._refresh()
@@ -106,7 +117,7 @@ class OidcVerifier:
         elif header.get("kid") not in self._keys and now - self._missed_at > self.refetch_cooldown_s:
             self._missed_at = now
             await self._refresh(known=self._keys)
-        return self.user(token)
+        return True
 
     async def _refresh(self, known: dict[str, PublicKey] | None = None) -> None:
         async with self._lock:
@@ -133,6 +144,14 @@ class OidcVerifier:
 
     def user(self, token: str) -> str | None:
         """The hub user a JWT names, checked against the keys already fetched (no I/O); None if it is not valid."""
+        claims = self._claims(token, self.audiences)
+        return self._user_of(claims) if claims is not None else None
+
+    def _user_of(self, claims: dict[str, Any]) -> str | None:
+        user = claims.get(self.config.user_claim)
+        return user if isinstance(user, str) and user else None
+
+    def _claims(self, token: str, audiences: list[str]) -> dict[str, Any] | None:
         header = _header(token)
         if header is None or self._keys is None:
             return None
@@ -145,16 +164,15 @@ class OidcVerifier:
         registry = jwt.JWTClaimsRegistry(
             leeway=LEEWAY_S,
             iss={"essential": True, "value": self.config.issuer},
-            aud={"essential": True, "values": self.audiences},
+            aud={"essential": True, "values": audiences},
             exp={"essential": True},
         )
         try:
-            claims = jwt.decode(token, key, algorithms=[alg]).claims
+            claims: dict[str, Any] = jwt.decode(token, key, algorithms=[alg]).claims
             registry.validate(claims)
         except (JoseError, ValueError):
             return None
-        user = claims.get(self.config.user_claim)
-        return user if isinstance(user, str) and user else None
+        return claims
 
 
 def _header(token: str) -> dict[str, Any] | None:

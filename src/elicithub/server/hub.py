@@ -114,6 +114,10 @@ class Hub:
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
         oidc = config.auth.oidc
         self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None
+        self.oidc_client_secret = (
+            os.environ.get(oidc.client_secret_env) if oidc is not None and oidc.client_secret_env else None
+        )
+        """The widget's client secret at the provider (None: a public client)."""
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url, self.resource, self.oidc)
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(

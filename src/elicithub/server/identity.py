@@ -6,7 +6,7 @@ from __future__ import annotations
 import hmac
 from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from elicithub.auth.oidc import OidcVerifier
@@ -60,6 +60,21 @@ class Identity:
     def session_token(self, user_id: str) -> str:
         """The signed value of the session cookie that makes a browser `user_id`."""
         return self._sessions.dumps(user_id)
+
+    def start_session(self, response: Response, user_id: str, *, secure: bool) -> None:
+        """Make the browser `user_id`: an HTTP-only cookie, so the page itself never holds a credential."""
+        response.set_cookie(
+            SESSION_COOKIE,
+            self.session_token(user_id),
+            max_age=SESSION_MAX_AGE_S,
+            path="/",
+            httponly=True,
+            samesite="lax",
+            secure=secure,
+        )
+
+    def end_session(self, response: Response) -> None:
+        response.delete_cookie(SESSION_COOKIE, path="/")
 
     def session_user(self, request: Request) -> str | None:
         """The user of a valid session cookie; a missing, stale or forged one is simply no user."""
