@@ -70,10 +70,10 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self._codes: dict[str, AuthorizationCode] = {}
         self.nonces: dict[str, str] = {}  # state -> the authorization request's nonce, then code -> nonce
 
-    def register_web_client(self, redirect_uri: str) -> None:
-        """The hub's widget as a public client of this provider (as an admin would register it)."""
-        self.clients[WEB_CLIENT] = OAuthClientInformationFull(
-            client_id=WEB_CLIENT,
+    def register_web_client(self, redirect_uri: str, client_id: str = WEB_CLIENT) -> None:
+        """The hub's widget (or another app) as a public client of this provider, as an admin would register it."""
+        self.clients[client_id] = OAuthClientInformationFull(
+            client_id=client_id,
             redirect_uris=[AnyUrl(redirect_uri)],
             token_endpoint_auth_method="none",
             grant_types=["authorization_code"],
