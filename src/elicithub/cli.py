@@ -165,6 +165,11 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
     typer.echo(f"  store       {loaded.store.shown_url}")
     typer.echo(f"  model       {loaded.model.kind}" + (f" ({loaded.model.model})" if loaded.model.model else ""))
     typer.echo(f"  users       {', '.join(u.id for u in loaded.users) or '(none)'}")
+    oidc = loaded.auth.oidc
+    if oidc is not None:
+        typer.echo(f"  identity    JWTs from {oidc.issuer} for audience {oidc.audience}, user = {oidc.user_claim}")
+    if not loaded.auth.anonymous:
+        typer.echo("  anonymous   off: chat needs a user")
     typer.echo(
         f"  elicitation timeout {loaded.elicitation.timeout_s:g} s, at most {loaded.elicitation.max_rounds} rounds"
     )
