@@ -80,7 +80,9 @@ def test_a_jwt_answers_its_own_question(oidc_hub: RunningHub, oidc: OidcProvider
             assert "eu-west-1" in "".join(p.get("delta", "") for p in parts)
 
 
-def test_alices_jwt_never_reaches_bobs_conversations_or_questions(oidc_hub: RunningHub, oidc: OidcProvider) -> None:
+def test_alices_jwt_never_reaches_bobs_conversations_questions_or_tasks(
+    oidc_hub: RunningHub, oidc: OidcProvider
+) -> None:
     with oidc_hub.client("bob") as bob:
         body = ui_body("chat-bob-1", text_part('/call mrtr.provision {"name": "orders"}'))
         with bob.stream("POST", "/run/api/chat", json=body) as stream:
@@ -98,6 +100,12 @@ def test_alices_jwt_never_reaches_bobs_conversations_or_questions(oidc_hub: Runn
                 assert status == 200
                 assert "orders" not in alice.get("/run/api/conversations/chat-bob-1").text
             bob.post("/run/api/elicitation-responses", json={**answer, "action": "decline"})
+    bobs_task = a2a_send(oidc_hub, "bob-secret-1", "hello").json()["result"]["task"]["id"]
+    get = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": bobs_task}}
+    headers = {**A2A, "authorization": f"Bearer {oidc.provider.mint('alice')}"}
+    assert "error" in httpx.post(f"{oidc_hub.url}/a2a", json=get, headers=headers).json()  # not Alice's task
+    headers = {**A2A, "authorization": "Bearer bob-secret-1"}
+    assert httpx.post(f"{oidc_hub.url}/a2a", json=get, headers=headers).json()["result"]["id"] == bobs_task
 
 
 def _bad_tokens(oidc: OidcProvider) -> dict[str, str]:
