@@ -78,11 +78,12 @@ class BearerGate:
         token = bearer_token(headers.get("authorization"))
         try:
             # Awaited here, so the SDK's own hooks behind the gate find the provider's keys in place.
-            if token is not None and await self.bearer.authenticate(token) is not None:
-                await self.endpoint(scope, receive, send)
-                return
+            user = await self.bearer.authenticate(token) if token is not None else None
         except IdentityUnavailable as exc:
             await _json_error(send, 503, exc.code, str(exc), [])
+            return
+        if user is not None:
+            await self.endpoint(scope, receive, send)
             return
         challenge = self.bearer.challenge(self.path, invalid_token="authorization" in headers)
         message = "A bearer token of one of the hub's users is needed."
