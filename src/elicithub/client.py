@@ -11,6 +11,7 @@ async with HubClient("http://127.0.0.1:8700", token="alice-secret") as hub:
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8700"
+TOKEN_ENV = "ELICITHUB_TOKEN"
+"""Where `HubClient` and `elicithub chat` find the bearer token when none is given."""
 
 
 @dataclass(frozen=True)
@@ -99,12 +102,15 @@ Event = Text | ToolCall | ToolResult | ElicitationRequest | ElicitationResolved 
 
 
 class HubClient:
-    """One person's connection to a hub; it says it can show questions (`x-supports-elicitation: true`)."""
+    """One person's connection to a hub; it says it can show questions (`x-supports-elicitation: true`).
+
+    `token`: a user's bearer token, or a JWT from the hub's identity provider; `$ELICITHUB_TOKEN` when not given."""
 
     def __init__(
         self, url: str = DEFAULT_URL, *, token: str | None = None, http: httpx.AsyncClient | None = None
     ) -> None:
         headers = {"x-supports-elicitation": "true"}
+        token = token if token is not None else os.environ.get(TOKEN_ENV)
         if token:
             headers["authorization"] = f"Bearer {token}"
         # No read timeout: a stream waits as long as the person takes (the hub sends keep-alives meanwhile).

@@ -205,15 +205,25 @@ async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> No
             await hub.conversations.get(Caller("carol"), "shared-name")
 
 
-async def test_anonymous_callers_get_server_issued_ids(backend: Backend) -> None:
+async def test_anonymous_callers_get_server_issued_ids_bound_to_their_secret(backend: Backend) -> None:
     async with instance(backend) as hub:
-        anonymous = Caller(None)
+        anonymous = Caller(None, anonymous="first-callers-secret")
         chosen, _ = await started(hub, anonymous, "guessable", "hi")
         assert chosen != "guessable" and chosen.startswith("conv_")
         again, _ = await started(hub, anonymous, chosen, "again")
-        assert again == chosen  # whoever holds the issued id continues it
+        assert again == chosen  # its holder continues it
         with pytest.raises(ConversationNotFound):
             await hub.conversations.get(ALICE, chosen)
+        # Another anonymous caller who learns the id gets a conversation of their own, and not the transcript.
+        other = Caller(None, anonymous="second-callers-secret")
+        theirs, _ = await started(hub, other, chosen, "hello?")
+        assert theirs != chosen
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.get(other, chosen)
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.get(Caller(None), chosen)
+        mine = (await hub.conversations.get(anonymous, chosen)).messages
+        assert [m["content"] for m in mine if m["role"] == "user"] == ["hi", "again"]
 
 
 @pytest.mark.parametrize("bad", ["", "a" * 129, "emoji-\U0001f600", "cr\r\nlf", "has space", "a:b", "a/b"])

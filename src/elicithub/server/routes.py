@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
@@ -16,6 +17,7 @@ from elicithub.core.events import ElicitationResolved, StreamEvent
 from elicithub.core.ids import CONVERSATION_ID_PATTERN
 from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
+from elicithub.server.identity import ANONYMOUS_COOKIE
 from elicithub.server.openapi import EventStream, errors, stream
 from elicithub.server.streaming import Writer, parse_event_id, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
@@ -55,12 +57,18 @@ async def get_hub(request: Request) -> Hub:
 
 
 async def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str | None:
-    return hub.identity(request)
+    return await hub.identity.of(request)
 
 
 async def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
     supports = request.headers.get("x-supports-elicitation", "").strip().lower() == "true"
-    return Caller(hub.identity(request), supports)
+    user = await hub.identity.of(request)
+    if user is not None:
+        return Caller(user, supports)
+    if not hub.config.auth.anonymous:
+        challenge = hub.identity.challenge(invalid_token=False)
+        raise HTTPException(401, "Sign in: this hub takes no anonymous chat.", headers={"WWW-Authenticate": challenge})
+    return Caller(None, supports, anonymous=hub.identity.anonymous_secret(request) or secrets.token_urlsafe(32))
 
 
 HubDep = Annotated[Hub, Depends(get_hub)]
@@ -186,7 +194,19 @@ async def _chat(
         writer = make_writer(sent.run_id)
         followed = await conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
         first = []
-    return sse(writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, first=first)
+    response = sse(writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, first=first)
+    if caller.anonymous is not None:
+        # Sent again each time, so the browser keeps it as long as it keeps chatting.
+        response.set_cookie(
+            ANONYMOUS_COOKIE,
+            caller.anonymous,
+            max_age=int(hub.config.conversations.retention_s),
+            path="/run/",
+            httponly=True,
+            samesite="lax",
+            secure=hub.config.public_url.startswith("https://"),
+        )
+    return response
 
 
 def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) -> str | ElicitationResponse:

@@ -26,7 +26,7 @@ from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
+from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
 from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
 from elicithub.surfaces.mcp_task_records import TaskRecords
@@ -47,7 +47,7 @@ class McpSurface:
         conversations: Conversations,
         tickets: Tickets,
         task_records: TaskRecords,
-        user_for: Callable[[str], str | None],
+        bearer: Bearer,
         state_key: bytes,
         timeout_s: float,
         agents: dict[str, str],
@@ -56,11 +56,11 @@ class McpSurface:
         """`host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
         self.conversations = conversations
         self.tickets = tickets
-        self.user_for = user_for
+        self.user_for = bearer.user_for
         security = RequestStateSecurity(
             keys=[state_key], ttl=timeout_s, bind_principal=self._principal, audience="elicithub"
         )
-        self.tasks = McpTasks(conversations, task_records, user_for, set(agents))
+        self.tasks = McpTasks(conversations, task_records, bearer.user_for, set(agents))
         self.server = MCPServer(
             "elicithub",
             version=__version__,
@@ -73,7 +73,7 @@ class McpSurface:
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
         app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
         # Bodies with numbers JSON cannot carry get the parse error the SDK gives any unparsable body (HTTP 400).
-        gate = BearerGate(FiniteNumbers(sdk_endpoint(app.routes, "/mcp"), status=400), user_for)
+        gate = BearerGate(FiniteNumbers(sdk_endpoint(app.routes, "/mcp"), status=400), bearer, "/mcp")
         self.routes: list[BaseRoute] = [Route("/mcp", gate, methods=["GET", "POST", "DELETE"], include_in_schema=False)]
 
     def lifespan(self) -> Any:
