@@ -18,12 +18,12 @@ import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import httpx
 
 from elicithub.core.elicitation import Outcome, QuestionContext, State
-from elicithub.core.events import ElicitationResolved
+from elicithub.core.events import AnswerEvent, ElicitationResolved
 from elicithub.core.events import TextDelta as Text
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import ToolCall
@@ -84,13 +84,6 @@ class RawEvent:
     """Any other part of the stream (start, finish, steps, types newer than this client), passed through as sent."""
 
     data: JsonObject
-
-
-class _AnswerBody(TypedDict):
-    conversationId: str | None
-    elicitationId: str
-    action: str
-    content: NotRequired[JsonObject]
 
 
 Event = Text | ToolCall | ToolResult | ElicitationRequest | ElicitationResolved | RawEvent
@@ -157,7 +150,7 @@ class HubClient:
         """Answer a question; returns its outcome. Raises InvalidContent (one error per field) when the content
         does not fit, and the question stays open."""
         conversation = conversation_id or self._conversations.get(elicitation_id) or self.conversation_id
-        body: _AnswerBody = {"conversationId": conversation, "elicitationId": elicitation_id, "action": action}
+        body: AnswerEvent = {"conversationId": conversation, "elicitationId": elicitation_id, "action": action}
         if content is not None:
             body["content"] = content
         try:

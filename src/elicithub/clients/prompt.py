@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elicithub.core.elicitation import Answer
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.schema import validate_content
 from elicithub.errors import HubError
 
@@ -56,7 +57,7 @@ class Terminal:
         self.write(message)
         self.write(f"  {HELP}")
         required = set(schema.get("required") or [])
-        content: dict[str, Any] = {}
+        content: JsonObject = {}
         try:
             for name, prop in (schema.get("properties") or {}).items():
                 value = self._field(name, prop, name in required)

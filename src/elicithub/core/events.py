@@ -95,6 +95,16 @@ class ResolvedEvent(TypedDict):
     outcome: Outcome
 
 
+class AnswerEvent(TypedDict):
+    """An answer as it travels: the body of `POST /run/api/elicitation-responses` (which names the conversation),
+    or the `elicitationResponse` data part one hub sends another."""
+
+    elicitationId: str
+    action: str
+    conversationId: NotRequired[str | None]
+    content: NotRequired[JsonObject]
+
+
 def request_event(elicitation: Elicitation) -> RequestEvent:
     event: RequestEvent = {
         "type": "elicitation-request",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -17,13 +16,15 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
+from elicithub.core.jsonwire import JsonObject
+
 REGIONS = {
     "eu-west-1": "Europe (Ireland)",
     "us-east-1": "US East (Virginia)",
     "ap-southeast-2": "Asia Pacific (Sydney)",
 }
 FEATURES = ["canary", "autoscaling", "tracing"]
-DEPLOY_FORM: dict[str, Any] = {
+DEPLOY_FORM: JsonObject = {
     "type": "object",
     "properties": {
         "region": {
@@ -71,7 +72,7 @@ def deploy_server() -> MCPServer:
     return server
 
 
-def _deploy(service: str, content: dict[str, Any]) -> CallToolResult:
+def _deploy(service: str, content: JsonObject) -> CallToolResult:
     region, replicas = content.get("region"), content.get("replicas", 2)
     features = content.get("features") or []
     if isinstance(replicas, float) and replicas.is_integer():

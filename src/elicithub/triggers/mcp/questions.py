@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as mt
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.elicitation import Elicitation, new_elicitation
+from elicithub.core.elicitation import Action, Elicitation, Outcome, QuestionContext, new_elicitation
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused
@@ -50,29 +52,31 @@ class Question:
         if not self.context.can_show(mode) or self.context.user_id is None:
             needs = f"Tool {name} needs input from the user ({params.message!r})"
             raise QuestionRefused(cannot_ask(self.context, needs, mode))
-        common: dict[str, Any] = {
-            "conversation_id": self.context.conversation_id,
-            "user_id": self.context.user_id,
-            "run_id": self.context.run_id,
-            "message": params.message,
-            "timeout_s": self.timeout_s,
-            "context": {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool},
-        }
+        context: QuestionContext = {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool}
         if self.task_id is not None:
-            common["context"]["taskId"] = self.task_id
+            context["taskId"] = self.task_id
+        question = partial(
+            new_elicitation,
+            conversation_id=self.context.conversation_id,
+            user_id=self.context.user_id,
+            run_id=self.context.run_id,
+            message=params.message,
+            timeout_s=self.timeout_s,
+            context=context,
+        )
         if isinstance(params, mt.ElicitRequestURLParams):
             parts = urlsplit(params.url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise QuestionRefused(
                     f"Tool {name} asked the user to open a link that is not http(s); it was not shown."
                 )
-            return new_elicitation(mode="url", url=params.url, **common)
-        schema: dict[str, Any] = dict(params.requested_schema)
+            return question(mode="url", url=params.url)
+        schema: JsonObject = dict(params.requested_schema)
         try:
             validate_requested_schema(schema)
         except SchemaError as exc:
             raise QuestionRefused(f"Tool {name} asked an invalid question: {exc}") from None
-        return new_elicitation(mode="form", requested_schema=schema, **common)
+        return question(mode="form", requested_schema=schema)
 
     def result(self, elicitation: Elicitation, resolution: Resolution) -> mt.ElicitResult:
         if resolution.outcome == "expired":
@@ -81,9 +85,9 @@ class Question:
                 f"the call to {self.server_id}.{self.tool} was not completed."
             )
             return mt.ElicitResult(action="cancel")
-        action = {"accepted": "accept", "declined": "decline", "cancelled": "cancel"}[resolution.outcome]
+        action = _ACTIONS[resolution.outcome]
         content = resolution.content if action == "accept" and elicitation.mode == "form" else None
-        return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+        return mt.ElicitResult(action=action, content=content)
 
     async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
         """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again (or,
@@ -140,3 +144,7 @@ class Question:
             else:
                 answers[key] = self.result(elicitation, resolution)
         return answers
+
+
+_ACTIONS: dict[Outcome, Action] = {"accepted": "accept", "declined": "decline", "cancelled": "cancel"}
+"""The answer a server hears for a question that ended without expiring."""
