@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as mt
@@ -34,7 +33,7 @@ class Question:
         """Whether the call has asked anything yet (so the server saw it: it must not be sent again)."""
         self.task_id: str | None = None
         """The downstream task the call became, named in its questions' context."""
-        self.task_state: dict[str, Any] | None = None
+        self.task_state: JsonObject | None = None
         """What a 2025-11-25 task's question records on the pause (in place of a rerun)."""
         self.cancel_task: Callable[[], Awaitable[object]] | None = None
         """Cancels the 2025-11-25 task when the person cancels its question (or it expires)."""
@@ -113,9 +112,7 @@ class Question:
         }
         return await self.ask_round(requests, state)
 
-    async def ask_round(
-        self, requests: dict[str, mt.ElicitRequest], state: dict[str, Any]
-    ) -> dict[str, mt.ElicitResult]:
+    async def ask_round(self, requests: dict[str, mt.ElicitRequest], state: JsonObject) -> dict[str, mt.ElicitResult]:
         """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart)."""
         self.asked = True
         keys = list(requests)
@@ -124,7 +121,7 @@ class Question:
         self.round_ids = {k: r.elicitation_id for k, r in zip(keys, resolutions, strict=True)}
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
 
-    async def note(self, state: dict[str, Any], elicitation_ids: dict[str, str] | None = None) -> None:
+    async def note(self, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
         """Records where the call is on the run's pause without asking (a call that cannot ask has no run to
         resume: nothing to record)."""
         if self.context.asker is not None:

@@ -297,7 +297,7 @@ class McpServerTrigger:
         return execution is not None and execution.task_support in ("optional", "required")
 
     async def _fulfil(
-        self, round_: mt.InputRequiredResult, question: Question, state: dict[str, Any], answered: Pause | None
+        self, round_: mt.InputRequiredResult, question: Question, state: JsonObject, answered: Pause | None
     ) -> mt.InputResponses:
         """One round's requests answered: roots and sampling by the hub, elicitations by the person (`state`
         recorded on the run's pause), or, for a round asked before a restart, with what they answered since."""
