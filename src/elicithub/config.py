@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import HubError
 
 
@@ -111,7 +112,7 @@ class ToolConfig(_Strict):
 
     name: str = Field(min_length=1)
     description: str = ""
-    input_schema: dict[str, Any] = {"type": "object"}
+    input_schema: JsonObject = {"type": "object"}
 
 
 class ServiceConfig(_Strict):

@@ -5,11 +5,13 @@ here on its base types."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import mcp_types as mt
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+
+from elicithub.core.jsonwire import JsonObject
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -42,9 +44,9 @@ class DetailedTask(Task):
     """A 2026-07-28 `tasks/get` answer: the task, with what its status carries."""
 
     result_type: Literal["complete"] = "complete"
-    input_requests: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    input_requests: JsonObject | None = None
+    result: JsonObject | None = None
+    error: JsonObject | None = None
 
 
 class TaskSnapshot(BaseModel):
@@ -57,9 +59,9 @@ class TaskSnapshot(BaseModel):
     status_message: str | None = None
     poll_interval_ms: int | None = None
     poll_interval: int | None = None
-    input_requests: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    input_requests: JsonObject | None = None
+    result: JsonObject | None = None
+    error: JsonObject | None = None
 
     @property
     def interval_ms(self) -> int | None:

@@ -22,10 +22,9 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
 )
 from elicithub.core.ports import Backend
-from elicithub.core.runs import conversation_key
+from elicithub.core.runs import ToolCall, conversation_key
 from elicithub.errors import BadRequest, ConversationNotFound, ElicitationNotFound
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.loop import Runner
@@ -121,7 +120,7 @@ async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(back
     async with instance(backend) as hub:
         conversation, events = await started(hub, ALICE, "chat-1", ASK)
         first = await events_until(events, RunPaused)
-        assert [type(e) for e in first] == [RunStarted, StepStarted, ToolCallStarted, ElicitationRequested, RunPaused]
+        assert [type(e) for e in first] == [RunStarted, StepStarted, ToolCall, ElicitationRequested, RunPaused]
         asked = first[3]
         assert isinstance(asked, ElicitationRequested)
         assert [e.id for e in await hub.conversations.pending(ALICE, conversation)] == [asked.elicitation.id]

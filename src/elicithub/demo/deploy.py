@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,6 +17,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.demo.migrate import migrations
 
 REGIONS = {
@@ -26,7 +26,7 @@ REGIONS = {
     "ap-southeast-2": "Asia Pacific (Sydney)",
 }
 FEATURES = ["canary", "autoscaling", "tracing"]
-DEPLOY_FORM: dict[str, Any] = {
+DEPLOY_FORM: JsonObject = {
     "type": "object",
     "properties": {
         "region": {
@@ -77,7 +77,7 @@ def deploy_server() -> MCPServer:
     return server
 
 
-def _deploy(service: str, content: dict[str, Any]) -> CallToolResult:
+def _deploy(service: str, content: JsonObject) -> CallToolResult:
     region, replicas = content.get("region"), content.get("replicas", 2)
     features = content.get("features") or []
     if isinstance(replicas, float) and replicas.is_integer():

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, Outcome, State, decide, new_id, utcnow
-from elicithub.core.events import StreamEvent, ToolCallStarted
+from elicithub.core.events import StreamEvent
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
-from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, ToolCall, conversation_key
 from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.stream import RunStream
@@ -63,7 +63,7 @@ class Answered:
     run_id: str
     after: int
     followed: bool
-    call: ToolCallStarted | None = None
+    call: ToolCall | None = None
 
 
 Followed = AsyncGenerator[tuple[int, StreamEvent], None]
@@ -160,8 +160,7 @@ class Conversations:
         run = await self.backend.runs.get(elicitation.run_id)
         call = None
         if run is not None and run.call_index < len(run.tool_calls):
-            made = run.tool_calls[run.call_index]
-            call = ToolCallStarted(made["id"], made["name"], made["arguments"])
+            call = run.tool_calls[run.call_index]
         return Answered(resolution, elicitation.conversation_id, elicitation.run_id, after, followed, call)
 
     async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:

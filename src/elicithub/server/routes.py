@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Request, Response
 from fastapi.routing import APIRoute
@@ -15,6 +15,8 @@ from elicithub.core import jsonwire
 from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationResolved, StreamEvent
 from elicithub.core.ids import CONVERSATION_ID_PATTERN
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.runs import Message
 from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
 from elicithub.server.identity import ANONYMOUS_COOKIE
@@ -88,7 +90,7 @@ class ElicitationResponse(BaseModel):
     conversationId: str | None = None
     elicitationId: str = Field(min_length=1)
     action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
+    content: JsonObject | None = None
 
 
 class ResponseBody(ElicitationResponse):
@@ -99,7 +101,7 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[dict[str, Any]] | dict[str, Any] | None = None
+    content: str | list[JsonObject] | JsonObject | None = None
 
 
 class ChatCompletionsBody(BaseModel):
@@ -115,7 +117,7 @@ class UIMessage(BaseModel):
 
     id: str | None = None
     role: Literal["system", "user", "assistant"]
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
 
 
 class UIChatBody(BaseModel):
@@ -162,7 +164,7 @@ async def _chat(
     message: str | ElicitationResponse,
     make_writer: Callable[[str | None], Writer],
     headers: dict[str, str],
-    history: list[dict[str, Any]] | None = None,
+    history: list[Message] | None = None,
     agent: str | None = None,
 ) -> Response:
     """Send a message to `agent` (and stream its run), or take an answer (and stream the continuation).
@@ -209,7 +211,7 @@ async def _chat(
     return response
 
 
-def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) -> str | ElicitationResponse:
+def _openai_text(content: str | list[JsonObject] | JsonObject | None) -> str | ElicitationResponse:
     if isinstance(content, dict):
         return _parse_answer(content) if content.get("type") == "elicitation-response" else json.dumps(content)
     if isinstance(content, list):
@@ -245,7 +247,8 @@ async def chat_completions(
     last = body.messages[-1]
     if last.role != "user":
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
-    history = [m.model_dump(exclude_none=True) for m in body.messages[:-1]]
+    # Validated as ChatMessage: a role, and content of one of the shapes a Message may have.
+    history = [cast(Message, m.model_dump(exclude_none=True)) for m in body.messages[:-1]]
     model = body.model or hub.model.name
     message = _openai_text(last.content)
     return await _chat(

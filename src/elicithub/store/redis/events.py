@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import redis.asyncio as redis
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.store.redis.client import PREFIX, bounded_close
 
 BLOCK_SLICE_S = 1.0
@@ -39,15 +40,15 @@ class RedisEvents:
     def _keys(key: str) -> tuple[str, str]:
         return f"{PREFIX}events:{key}", f"{PREFIX}events-seq:{key}"
 
-    async def append(self, key: str, event: dict[str, Any]) -> int:
+    async def append(self, key: str, event: JsonObject) -> int:
         data = json.dumps(event, separators=(",", ":"))
         return int(await self._append(keys=list(self._keys(key)), args=[data, self._max_len, self._retention_s]))
 
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         entries = await self._redis.xrange(self._keys(key)[0], min=f"({after}-1", count=limit)
         return _decoded(entries)
 
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         stream = self._keys(key)[0]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
@@ -68,5 +69,5 @@ class RedisEvents:
         await bounded_close(self._blocking.aclose())
 
 
-def _decoded(entries: Any) -> list[tuple[int, dict[str, Any]]]:
+def _decoded(entries: Any) -> list[tuple[int, JsonObject]]:
     return [(int(str(entry_id).split("-", 1)[0]), json.loads(fields["e"])) for entry_id, fields in entries]

@@ -11,6 +11,7 @@ import mcp_types as mt
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import BaseModel, ConfigDict
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.task_wire import TASKS_EXTENSION, TaskHandle, TaskParams, UpdateParams
 
 
@@ -54,7 +55,7 @@ class Anything(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         return dict(self.model_extra or {})
 
 
