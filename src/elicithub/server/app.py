@@ -15,7 +15,6 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicithub import __version__
-from elicithub.auth import sign_in
 from elicithub.config import Config
 from elicithub.errors import (
     AlreadyResolved,
@@ -99,7 +98,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
         app.router.routes.extend(surface.routes)
     app.router.routes.extend(hub.resource.routes)
     app.include_router(hub.sign_in_pages.router)
-    app.include_router(sign_in.router)
+    app.include_router(hub.provider_sign_in.router)
     redact_access_log()
     app.include_router(web.router)
     app.mount(web.STATIC_PATH, web.static_files(), name="static")

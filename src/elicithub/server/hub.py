@@ -18,6 +18,7 @@ from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.oidc import OidcVerifier
 from elicithub.auth.pages import SignInPages
+from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
 from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.core.broker import Broker
@@ -120,6 +121,14 @@ class Hub:
         )
         """The widget's client secret at the provider (None: a public client)."""
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url, self.resource, self.oidc)
+        self.provider_sign_in = ProviderSignIn(
+            config.public_url,
+            oidc,
+            self.oidc,
+            self.identity,
+            self.keys.derive("oidc-sign-in"),
+            self.oidc_client_secret,
+        )
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(
             config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets
