@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Collection
-from typing import Any
 
 import httpx
 from joserfc import jwt
@@ -15,6 +14,7 @@ from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
 from joserfc.jws import extract_compact
 
 from elicithub.config import OidcConfig
+from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import IdentityUnavailable
 
 log = logging.getLogger(__name__)
@@ -53,14 +53,14 @@ class OidcVerifier:
         self.config = config
         self.audiences = [config.audience, *(a for a in audiences if a != config.audience)]
         self._http = http or httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT_S)
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: JsonObject | None = None
         self._keys: dict[str, PublicKey] | None = None
         self._fetched_at = 0.0
         self._missed_at = -float("inf")
         self._lock = asyncio.Lock()
 
     @property
-    def metadata(self) -> dict[str, Any] | None:
+    def metadata(self) -> JsonObject | None:
         """The provider's discovery document, once fetched."""
         return self._metadata
 
@@ -75,7 +75,7 @@ class OidcVerifier:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def discover(self) -> dict[str, Any]:
+    async def discover(self) -> JsonObject:
         """The provider's discovery document (OpenID Connect Discovery 1.0), fetched once."""
         if self._metadata is None:
             issuer = self.config.issuer
@@ -128,7 +128,7 @@ class OidcVerifier:
             self._keys = _public_keys(document)
             self._fetched_at = time.monotonic()
 
-    async def _get_json(self, url: str, what: str) -> dict[str, Any]:
+    async def _get_json(self, url: str, what: str) -> JsonObject:
         try:
             response = await self._http.get(url, headers={"accept": "application/json"})
             response.raise_for_status()
@@ -147,11 +147,11 @@ class OidcVerifier:
         claims = self._claims(token, self.audiences)
         return self._user_of(claims) if claims is not None else None
 
-    def _user_of(self, claims: dict[str, Any]) -> str | None:
+    def _user_of(self, claims: JsonObject) -> str | None:
         user = claims.get(self.config.user_claim)
         return user if isinstance(user, str) and user else None
 
-    def _claims(self, token: str, audiences: list[str]) -> dict[str, Any] | None:
+    def _claims(self, token: str, audiences: list[str]) -> JsonObject | None:
         header = _header(token)
         if header is None or self._keys is None:
             return None
@@ -168,25 +168,25 @@ class OidcVerifier:
             exp={"essential": True},
         )
         try:
-            claims: dict[str, Any] = jwt.decode(token, key, algorithms=[alg]).claims
+            claims: JsonObject = jwt.decode(token, key, algorithms=[alg]).claims
             registry.validate(claims)
         except (JoseError, ValueError):
             return None
         return claims
 
 
-def _header(token: str) -> dict[str, Any] | None:
+def _header(token: str) -> JsonObject | None:
     """A compact JWS's protected header, unverified; None for anything else (a static token, say)."""
     if token.count(".") != 2:
         return None
     try:
-        header: dict[str, Any] = extract_compact(token.encode()).protected
+        header: JsonObject = extract_compact(token.encode()).protected
     except (JoseError, ValueError):
         return None
     return header
 
 
-def _public_keys(document: dict[str, Any]) -> dict[str, PublicKey]:
+def _public_keys(document: JsonObject) -> dict[str, PublicKey]:
     """The key set's asymmetric public keys by `kid`; anything else in it is skipped (RFC 7517 §5)."""
     keys: dict[str, PublicKey] = {}
     for data in document.get("keys", []):

@@ -3,12 +3,11 @@ half way through, and applies the pending migrations (all simulated, one step pe
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp.server.extension import ToolBinding
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.demo.tasks import Step, Task, TaskTools, form, text
 from elicithub.task_wire import TASKS_EXTENSION
 
@@ -18,7 +17,7 @@ POLL_MS = 250
 """How soon the client is asked to look again: each look moves the migration one step on."""
 
 
-def _form(database: str) -> dict[str, Any]:
+def _form(database: str) -> JsonObject:
     count = len(PENDING)
     schema = {
         "type": "object",
@@ -43,13 +42,13 @@ def _steps(database: str) -> list[Step]:
     ]
 
 
-def start(arguments: dict[str, Any], task_id: str) -> Task:
+def start(arguments: JsonObject, task_id: str) -> Task:
     database = str(arguments.get("database") or "orders-db")
 
-    def finish(task: Task) -> dict[str, Any]:
+    def finish(task: Task) -> JsonObject:
         return text(f"Migrated {database}: {len(PENDING)} migrations applied.")
 
-    def judge(task: Task, response: dict[str, Any]) -> dict[str, Any] | None:
+    def judge(task: Task, response: JsonObject) -> JsonObject | None:
         if response.get("action") == "accept" and (response.get("content") or {}).get("apply") is True:
             return None
         return text(f"Migration of {database} stopped: not confirmed, nothing was applied.")

@@ -18,21 +18,22 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, RequestParams
 from pydantic import ConfigDict
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.task_wire import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
 
 Step = tuple[str, Any]
 """("work", status message | None) | ("ask", {key: request}) | ("fail", message) | ("cancel", message)."""
-Finish = Callable[["Task"], dict[str, Any]]
+Finish = Callable[["Task"], JsonObject]
 """The task's result once its script has run out."""
-Judge = Callable[["Task", dict[str, Any]], dict[str, Any] | None]
+Judge = Callable[["Task", JsonObject], JsonObject | None]
 """What an answer means: None to go on, or the result that ends the task there (a declined confirmation)."""
 
 
-def form(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+def form(message: str, schema: JsonObject) -> JsonObject:
     return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
 
 
-def text(value: str, error: bool = False) -> dict[str, Any]:
+def text(value: str, error: bool = False) -> JsonObject:
     return {"content": [{"type": "text", "text": value}], "isError": error}
 
 
@@ -56,17 +57,17 @@ class Task:
     judge: Judge
     poll_ms: int = 20
     status: str = "working"
-    asking: dict[str, Any] = field(default_factory=dict)
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    asking: JsonObject = field(default_factory=dict)
+    answers: dict[str, JsonObject] = field(default_factory=dict)
+    result: JsonObject | None = None
+    error: JsonObject | None = None
     message: str | None = None
     created_at: str = field(default_factory=_now)
     updated_at: str = field(default_factory=_now)
 
-    def view(self, with_requests: bool = True) -> dict[str, Any]:
+    def view(self, with_requests: bool = True) -> JsonObject:
         """The task as `tasks/get` shows it (`with_requests=False`: without the outstanding requests)."""
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "taskId": self.task_id,
             "status": self.status,
             "createdAt": self.created_at,
@@ -102,7 +103,7 @@ class Task:
         elif kind == "cancel":
             self.status, self.message = "cancelled", value
 
-    def told(self, responses: dict[str, Any]) -> None:
+    def told(self, responses: JsonObject) -> None:
         """Takes the answers to outstanding requests (others are ignored, as the extension says)."""
         for key, response in responses.items():
             if key not in self.asking:
@@ -128,11 +129,11 @@ class TaskParams(RequestParams):
 
 
 class AnswerParams(TaskParams):
-    input_responses: dict[str, Any]
+    input_responses: JsonObject
     request_state: str | None = None
 
 
-Start = Callable[[dict[str, Any], str], Task]
+Start = Callable[[JsonObject, str], Task]
 """Starts a tool's task from the call's arguments and a fresh task id."""
 
 
