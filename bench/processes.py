@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,36 @@ def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     process = spawn([*command, "--dir", str(workdir)], workdir / "redis.log")
     wait_for_port(port, process)
     return process, port
+
+
+def start_postgres() -> tuple[subprocess.Popen[bytes], str, Path]:
+    """A private PostgreSQL cluster (durability off), ready to use: its server process, the URL of a database, and
+    its folder (remove it once the server stopped). PostgreSQL refuses to run as root: as root the cluster belongs
+    to the `postgres` user (Debian's package makes it), in a folder of its own that it may enter."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not found:
+        raise RuntimeError("PostgreSQL is not installed (apt install postgresql)")
+    bindir, user = found[-1].parent, "postgres" if os.geteuid() == 0 else None
+    data = Path(tempfile.mkdtemp(prefix="elicithub-bench-pg-"))
+    if user is not None:
+        shutil.chown(data, user)
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]
+    subprocess.run(initdb, check=True, stdout=subprocess.DEVNULL, user=user)
+    port = free_port()
+    settings = {"listen_addresses": "127.0.0.1", "unix_socket_directories": str(data), "fsync": "off"}
+    command = [str(bindir / "postgres"), "-D", str(data), "-p", str(port)]
+    command += [arg for name, value in settings.items() for arg in ("-c", f"{name}={value}")]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, user=user)
+    wait_for_port(port, process)
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    for _ in range(100):  # listening is not yet accepting connections
+        if (
+            subprocess.run([str(bindir / "psql"), "-X", "-q", url, "-c", "SELECT 1"], capture_output=True).returncode
+            == 0
+        ):
+            return process, url, data
+        time.sleep(0.1)
+    raise RuntimeError("PostgreSQL did not finish starting")
 
 
 def cpu_seconds(pid: int) -> float:

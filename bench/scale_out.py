@@ -2,11 +2,12 @@
 
 Run:  uv run python bench/scale_out.py [--n 200] [--warmup 10]
 
-Processes: this one (the clients), a private redis-server, the MRTR test server (tests/servers/mrtr_server.py), two
-hubs A and B started with `elicithub serve` and one config (`store.url: redis://...`), and a third hub S on its own
-SQLite file as a single-instance reference. Each round opens a chat on A (or S) with `/call mrtr.provision`, waits
-for the elicitation-request chunk, POSTs the answer to B (cross-instance) or to the same hub, and times the answer
-POST being sent -> A's stream delivering the elicitation-resolved chunk. The modes run interleaved, order rotating.
+Processes: this one (the clients), a private redis-server and PostgreSQL cluster, the MRTR test server
+(tests/servers/mrtr_server.py), two hubs A and B started with `elicithub serve` and one config
+(`store.url: redis://...`), two more, C and D, sharing a Postgres store, and a hub S on its own SQLite file as a
+single-instance reference. Each round opens a chat on A (C, S) with `/call mrtr.provision`, waits for the
+elicitation-request chunk, POSTs the answer to B (D: cross-instance) or to the same hub, and times the answer POST
+being sent -> the run's stream delivering the elicitation-resolved chunk. The modes run interleaved, order rotating.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from processes import MRTR_SERVER, free_port, pct, serve, spawn, start_redis, stop, wait_for_port
+from processes import MRTR_SERVER, free_port, pct, serve, spawn, start_postgres, start_redis, stop, wait_for_port
 
 TOKEN = "alice-secret"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
@@ -85,16 +87,18 @@ async def round_trip(run_on: httpx.AsyncClient, answer_to: httpx.AsyncClient) ->
     return t_resolved - t_sent, await posted - t_sent
 
 
-async def measure(n: int, warmup: int, a: str, b: str, s: str) -> dict[str, tuple[list[float], list[float]]]:
-    async with (
-        httpx.AsyncClient(base_url=a, headers=AUTH, timeout=30) as on_a,
-        httpx.AsyncClient(base_url=b, headers=AUTH, timeout=30) as on_b,
-        httpx.AsyncClient(base_url=s, headers=AUTH, timeout=30) as on_s,
-    ):
+async def measure(n: int, warmup: int, hubs: dict[str, str]) -> dict[str, tuple[list[float], list[float]]]:
+    async with contextlib.AsyncExitStack() as clients:
+        on = {
+            name: await clients.enter_async_context(httpx.AsyncClient(base_url=url, headers=AUTH, timeout=30))
+            for name, url in hubs.items()
+        }
         modes = {
-            "redis, cross-instance (run on A, answer to B)": (on_a, on_b),
-            "redis, same instance (run on A, answer to A)": (on_a, on_a),
-            "sqlite, same instance (one hub)": (on_s, on_s),
+            "redis, cross-instance (run on A, answer to B)": (on["a"], on["b"]),
+            "redis, same instance (run on A, answer to A)": (on["a"], on["a"]),
+            "postgres, cross-instance (run on C, answer to D)": (on["c"], on["d"]),
+            "postgres, same instance (run on C, answer to C)": (on["c"], on["c"]),
+            "sqlite, same instance (one hub)": (on["s"], on["s"]),
         }
         samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in modes}
         names = list(modes)
@@ -129,19 +133,25 @@ def main() -> None:
             "mcp_servers": [{"id": "mrtr", "url": f"http://127.0.0.1:{mcp_port}/mcp"}],
             "elicitation": {"timeout_s": 60},
         }
+        postgres, postgres_url, postgres_dir = start_postgres()
+        running.callback(shutil.rmtree, postgres_dir, ignore_errors=True)
+        running.callback(stop, postgres)
         shared = config | {"store": {"url": f"redis://127.0.0.1:{redis_port}/0"}}
+        on_postgres = config | {"store": {"url": postgres_url}}
         hubs = {
             "a": serve(workdir, "a", shared),
             "b": serve(workdir, "b", shared),
+            "c": serve(workdir, "c", on_postgres),
+            "d": serve(workdir, "d", on_postgres),
             "s": serve(workdir, "s", config | {"store": {"url": f"sqlite:///{workdir / 's.db'}"}}),
         }
         for process, _ in hubs.values():
             running.callback(stop, process)
         for process, port in hubs.values():
             wait_for_port(port, process)
-        a, b, s = (f"http://127.0.0.1:{port}" for _, port in hubs.values())
-        print(f"redis :{redis_port}, MCP server :{mcp_port}, hubs A {a}, B {b}, S {s}", file=sys.stderr, flush=True)
-        samples = asyncio.run(measure(args.n, args.warmup, a, b, s))
+        urls = {name: f"http://127.0.0.1:{port}" for name, (_, port) in hubs.items()}
+        print(f"redis :{redis_port}, MCP server :{mcp_port}, hubs {urls}", file=sys.stderr, flush=True)
+        samples = asyncio.run(measure(args.n, args.warmup, urls))
     elapsed, load_after = now() - started, os.getloadavg()[0]
     print(
         f"N = {args.n} measured rounds per mode (after {args.warmup} warm-up), {elapsed:.0f} s in all; "
@@ -153,7 +163,7 @@ def main() -> None:
         row = f"| {name} | {pct(resolved, 50):.2f} | {pct(resolved, 95):.2f} | "
         print(row + f"{pct(answered, 50):.2f} | {pct(answered, 95):.2f} |")
     print(
-        "\nresolved = answer POST sent -> the run's stream (on A or S) delivers the elicitation-resolved chunk;"
+        "\nresolved = answer POST sent -> the run's stream (on A, C or S) delivers the elicitation-resolved chunk;"
         "\nanswer 200 = answer POST sent -> its 200 read (the POST runs concurrently with reading the stream)."
     )
 

@@ -80,6 +80,16 @@ def test_config_check_shows_the_slack_app(tmp_path: Path) -> None:
     ) in result.stdout.splitlines()
 
 
+def test_config_check_shows_the_identity_provider(tmp_path: Path) -> None:
+    oidc = "{issuer: https://login.example.com/realms/acme, audience: elicithub}"
+    path = write(tmp_path, f"auth: {{oidc: {oidc}, anonymous: false}}\n")
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "  identity    JWTs from https://login.example.com/realms/acme for audience elicithub, user = sub" in lines
+    assert "  anonymous   off: chat needs a user" in lines
+
+
 def test_config_check_on_an_empty_file_shows_the_defaults(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(write(tmp_path, ""))])
     assert result.exit_code == 0, result.output

@@ -133,6 +133,29 @@ def chat(
     anyio.run(run_chat, url, token, conversation)
 
 
+@app.command()
+def login(
+    client_id: Annotated[
+        str,
+        typer.Option(help="Your provider's client for the CLI: public, redirect URI http://127.0.0.1:PORT/callback."),
+    ],
+    url: Annotated[str, typer.Option(help="The hub.")] = "http://127.0.0.1:8700",
+    port: Annotated[int, typer.Option(help="The loopback port of the redirect URI (0: any free one).")] = 0,
+) -> None:
+    """Sign in at the hub's identity provider in the browser; prints an access token for $ELICITHUB_TOKEN."""
+    import anyio
+
+    from elicithub.clients.login import LoginFailed
+    from elicithub.clients.login import login as run_login
+
+    try:
+        token = anyio.run(lambda: run_login(url, client_id, lambda text: typer.echo(text, err=True), port=port))
+    except LoginFailed as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(token)
+
+
 @config_app.command("check")
 def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate.")]) -> None:
     """Validate a config and print what it found."""
@@ -142,6 +165,11 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
     typer.echo(f"  store       {loaded.store.shown_url}")
     typer.echo(f"  model       {loaded.model.kind}" + (f" ({loaded.model.model})" if loaded.model.model else ""))
     typer.echo(f"  users       {', '.join(u.id for u in loaded.users) or '(none)'}")
+    oidc = loaded.auth.oidc
+    if oidc is not None:
+        typer.echo(f"  identity    JWTs from {oidc.issuer} for audience {oidc.audience}, user = {oidc.user_claim}")
+    if not loaded.auth.anonymous:
+        typer.echo("  anonymous   off: chat needs a user")
     typer.echo(
         f"  elicitation timeout {loaded.elicitation.timeout_s:g} s, at most {loaded.elicitation.max_rounds} rounds"
     )

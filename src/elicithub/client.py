@@ -1,5 +1,8 @@
 """The hub from Python (async, httpx): chat and read typed events, answer questions, follow a conversation.
 
+The events are the hub's own where they are the same (`Text`, `ToolCall`, `ElicitationResolved`); the others
+carry what the stream gives a client (a tool's output, the conversation a question belongs to, the raw event).
+
 async with HubClient("http://127.0.0.1:8700", token="alice-secret") as hub:
     async for event in hub.chat('/call deploy.deploy_service {"service": "orders"}'):
         if isinstance(event, ElicitationRequest):
@@ -11,6 +14,7 @@ async with HubClient("http://127.0.0.1:8700", token="alice-secret") as hub:
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,6 +23,11 @@ from typing import Any
 
 import httpx
 
+from elicithub.core.elicitation import Outcome, QuestionContext, State
+from elicithub.core.events import AnswerEvent, ElicitationResolved
+from elicithub.core.events import TextDelta as Text
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.runs import ToolCall
 from elicithub.core.schema import FieldError
 from elicithub.errors import (
     AlreadyResolved,
@@ -46,18 +55,8 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8700"
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    call_id: str
-    name: str
-    arguments: Any
+TOKEN_ENV = "ELICITHUB_TOKEN"
+"""Where `HubClient` and `elicithub chat` find the bearer token when none is given."""
 
 
 @dataclass(frozen=True)
@@ -69,42 +68,40 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class ElicitationRequest:
-    """A question for the person (DESIGN.md, Events); `raw` is the event as the hub sent it."""
+    """A question for the person: the hub's `elicitation-request` event (see `elicithub.core.events.RequestEvent`)
+    and the conversation it belongs to; `raw` is the event as the hub sent it."""
 
     elicitation_id: str
     mode: str
     message: str
     conversation_id: str
-    requested_schema: dict[str, Any] | None = None
+    requested_schema: JsonObject | None = None
     url: str | None = None
-    context: dict[str, Any] = field(default_factory=dict)
+    context: QuestionContext = field(default_factory=QuestionContext)
     expires_at: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ElicitationResolved:
-    elicitation_id: str
-    outcome: str
+    raw: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class RawEvent:
     """Any other part of the stream (start, finish, steps, types newer than this client), passed through as sent."""
 
-    data: dict[str, Any]
+    data: JsonObject
 
 
 Event = Text | ToolCall | ToolResult | ElicitationRequest | ElicitationResolved | RawEvent
 
 
 class HubClient:
-    """One person's connection to a hub; it says it can show questions (`x-supports-elicitation: true`)."""
+    """One person's connection to a hub; it says it can show questions (`x-supports-elicitation: true`).
+
+    `token`: a user's bearer token, or a JWT from the hub's identity provider; `$ELICITHUB_TOKEN` when not given."""
 
     def __init__(
         self, url: str = DEFAULT_URL, *, token: str | None = None, http: httpx.AsyncClient | None = None
     ) -> None:
         headers = {"x-supports-elicitation": "true"}
+        token = token if token is not None else os.environ.get(TOKEN_ENV)
         if token:
             headers["authorization"] = f"Bearer {token}"
         # No read timeout: a stream waits as long as the person takes (the hub sends keep-alives meanwhile).
@@ -152,14 +149,14 @@ class HubClient:
         self,
         elicitation_id: str,
         action: str,
-        content: dict[str, Any] | None = None,
+        content: JsonObject | None = None,
         *,
         conversation_id: str | None = None,
     ) -> str:
         """Answer a question; returns its outcome. Raises InvalidContent (one error per field) when the content
         does not fit, and the question stays open."""
         conversation = conversation_id or self._conversations.get(elicitation_id) or self.conversation_id
-        body: dict[str, Any] = {"conversationId": conversation, "elicitationId": elicitation_id, "action": action}
+        body: AnswerEvent = {"conversationId": conversation, "elicitationId": elicitation_id, "action": action}
         if content is not None:
             body["content"] = content
         try:
@@ -200,12 +197,12 @@ class HubClient:
             await response.aclose()
 
 
-def _event(part: dict[str, Any], conversation: str) -> Event:
+def _event(part: JsonObject, conversation: str) -> Event:
     kind, data = part.get("type"), part.get("data")
     if kind == "text-delta":
         return Text(str(part.get("delta", "")))
-    if kind == "tool-input-available":
-        return ToolCall(str(part.get("toolCallId")), str(part.get("toolName")), part.get("input"))
+    if kind == "tool-input-available" and isinstance(arguments := part.get("input"), dict):
+        return ToolCall(str(part.get("toolCallId")), str(part.get("toolName")), arguments)
     if kind == "tool-output-available":
         return ToolResult(str(part.get("toolCallId")), part.get("output"))
     if kind == "tool-output-error":
@@ -222,12 +219,20 @@ def _event(part: dict[str, Any], conversation: str) -> Event:
             expires_at=data.get("expiresAt"),
             raw=data,
         )
-    if kind == "data-elicitation-resolved" and isinstance(data, dict):
-        return ElicitationResolved(str(data.get("elicitationId")), str(data.get("outcome")))
+    if kind == "data-elicitation-resolved" and isinstance(data, dict) and (outcome := _outcome(data)) is not None:
+        return ElicitationResolved(str(data.get("elicitationId")), outcome)
     return RawEvent(part)
 
 
-def _body(content: bytes) -> dict[str, Any]:
+def _outcome(data: JsonObject) -> Outcome | None:
+    """The outcome an `elicitation-resolved` event names; None for a word this client does not know."""
+    try:
+        return State(str(data.get("outcome"))).outcome
+    except (ValueError, KeyError):
+        return None
+
+
+def _body(content: bytes) -> JsonObject:
     try:
         data = json.loads(content)
     except ValueError:
@@ -236,11 +241,11 @@ def _body(content: bytes) -> dict[str, Any]:
 
 
 def _error(
-    status: int, body: dict[str, Any], *, elicitation_id: str | None = None, conversation_id: str | None = None
+    status: int, body: JsonObject, *, elicitation_id: str | None = None, conversation_id: str | None = None
 ) -> HubError:
     """The hub's JSON error as the package's own exception."""
     found = body.get("error")
-    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    error: JsonObject = found if isinstance(found, dict) else {}
     message = str(error.get("message") or f"the hub answered HTTP {status}")
     if elicitation_id is not None:
         if status == 404:

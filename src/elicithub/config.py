@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import HubError
 
 
@@ -111,7 +112,7 @@ class ToolConfig(_Strict):
 
     name: str = Field(min_length=1)
     description: str = ""
-    input_schema: dict[str, Any] = {"type": "object"}
+    input_schema: JsonObject = {"type": "object"}
 
 
 class ServiceConfig(_Strict):
@@ -199,6 +200,22 @@ class DemoConfig(_Strict):
     dev_user: str = Field(default="dev", min_length=1)
 
 
+class OidcConfig(_Strict):
+    """The company's OpenID provider: its JWTs name hub users on every surface that takes a bearer token."""
+
+    issuer: str = Field(pattern=r"^https?://[^/\s]+")  # discovery at ISSUER/.well-known/openid-configuration
+    audience: str = Field(min_length=1)  # the `aud` a bearer JWT must carry
+    client_id: str | None = None  # the widget's sign-in (authorization code + PKCE)
+    client_secret_env: str | None = None  # a confidential client's secret; a public client has none
+    user_claim: str = Field(default="sub", min_length=1)
+    scopes: list[str] = ["openid", "profile", "email"]
+
+
+class AuthConfig(_Strict):
+    oidc: OidcConfig | None = None
+    anonymous: bool = True  # false: chat needs a user (a bearer token or a signed-in session)
+
+
 class SlackConfig(_Strict):
     """The Slack app surface: secrets come from the environment, never from the config file."""
 
@@ -224,6 +241,7 @@ class Config(_Strict):
     store: StoreConfig = StoreConfig()
     model: ModelConfig = ModelConfig()
     users: list[UserConfig] = []
+    auth: AuthConfig = AuthConfig()
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
     conversations: ConversationsConfig = ConversationsConfig()

@@ -129,6 +129,12 @@ class Unauthorized(HubError):
     code = "unauthorized"
 
 
+class IdentityUnavailable(HubError):
+    """The identity provider's discovery document or keys cannot be fetched, so a JWT cannot be checked yet."""
+
+    code = "identity_unavailable"
+
+
 class HubUnreachable(HubError):
     """A client could not reach the hub, or the hub's answer could not be read."""
 

@@ -13,6 +13,7 @@ from urllib.parse import urljoin
 import httpx
 import pytest
 
+from tests.auth.oidc_provider import OidcProvider, oidc_provider
 from tests.conftest import USERS, HubFactory, RunningHub, free_port, wait_for_port
 
 
@@ -144,3 +145,14 @@ def browser() -> Iterator[Browser]:
     b = Browser()
     yield b
     b.close()
+
+
+@pytest.fixture
+def oidc() -> Iterator[OidcProvider]:
+    with oidc_provider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def oidc_hub(make_hub: HubFactory, oidc: OidcProvider) -> RunningHub:
+    return make_hub(auth={"oidc": oidc.config()})

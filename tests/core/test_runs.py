@@ -10,6 +10,7 @@ from elicithub.core.runs import (
     Pause,
     RunRecord,
     RunTransitionError,
+    ToolCall,
     conversation_key,
     next_status,
 )
@@ -40,6 +41,14 @@ def test_records_survive_their_json_form() -> None:
     assert RunRecord.from_json(run.to_json()) == run
     conversation = ConversationRecord("u:alice/chat-1", "chat-1", "alice", active_run_id="run_1", version=3)
     assert ConversationRecord.from_json(conversation.to_json()) == conversation
+
+
+def test_a_run_keeps_its_tool_calls_in_the_stored_shape_of_earlier_versions() -> None:
+    call = {"id": "call_1", "name": "mrtr.provision", "arguments": {"name": "orders"}}
+    stored = {**RunRecord("run_1", "chat-1", "alice", True, []).to_json(), "tool_calls": [call]}
+    run = RunRecord.from_json(stored)
+    assert run.tool_calls == [ToolCall("call_1", "mrtr.provision", {"name": "orders"})]
+    assert run.to_json()["tool_calls"] == [call]
 
 
 def test_conversation_keys_are_scoped_to_users_and_cannot_collide() -> None:

@@ -22,10 +22,9 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
 )
 from elicithub.core.ports import Backend
-from elicithub.core.runs import conversation_key
+from elicithub.core.runs import ToolCall, conversation_key
 from elicithub.errors import BadRequest, ConversationNotFound, ElicitationNotFound
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.loop import Runner
@@ -121,7 +120,7 @@ async def test_a_run_pauses_with_its_question_and_finishes_after_the_answer(back
     async with instance(backend) as hub:
         conversation, events = await started(hub, ALICE, "chat-1", ASK)
         first = await events_until(events, RunPaused)
-        assert [type(e) for e in first] == [RunStarted, StepStarted, ToolCallStarted, ElicitationRequested, RunPaused]
+        assert [type(e) for e in first] == [RunStarted, StepStarted, ToolCall, ElicitationRequested, RunPaused]
         asked = first[3]
         assert isinstance(asked, ElicitationRequested)
         assert [e.id for e in await hub.conversations.pending(ALICE, conversation)] == [asked.elicitation.id]
@@ -179,6 +178,20 @@ async def test_a_question_opened_just_after_the_run_was_superseded_is_cancelled_
         assert stored is not None and stored.outcome == "cancelled"
 
 
+async def test_a_stopped_run_cancels_its_question_ends_and_keeps_nothing(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        conversation, events = await started(hub, ALICE, "chat-stop", ASK)
+        asked = next(e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested))
+        run_id = asked.elicitation.run_id
+        assert not await hub.conversations.stop(BOB, conversation, run_id)  # not Bob's conversation
+        assert await hub.conversations.stop(ALICE, conversation, run_id)
+        rest = await events_until(events, RunFinished)
+        assert ElicitationResolved(asked.elicitation.id, "cancelled") in rest
+        assert not await hub.conversations.stop(ALICE, conversation, run_id)  # once
+        record = await hub.conversations.get(ALICE, conversation)
+        assert record.active_run_id is None and [m["content"] for m in record.messages] == [ASK]
+
+
 async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> None:
     async with instance(backend) as hub:
         await started(hub, ALICE, "shared-name", "hello")
@@ -191,15 +204,25 @@ async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> No
             await hub.conversations.get(Caller("carol"), "shared-name")
 
 
-async def test_anonymous_callers_get_server_issued_ids(backend: Backend) -> None:
+async def test_anonymous_callers_get_server_issued_ids_bound_to_their_secret(backend: Backend) -> None:
     async with instance(backend) as hub:
-        anonymous = Caller(None)
+        anonymous = Caller(None, anonymous="first-callers-secret")
         chosen, _ = await started(hub, anonymous, "guessable", "hi")
         assert chosen != "guessable" and chosen.startswith("conv_")
         again, _ = await started(hub, anonymous, chosen, "again")
-        assert again == chosen  # whoever holds the issued id continues it
+        assert again == chosen  # its holder continues it
         with pytest.raises(ConversationNotFound):
             await hub.conversations.get(ALICE, chosen)
+        # Another anonymous caller who learns the id gets a conversation of their own, and not the transcript.
+        other = Caller(None, anonymous="second-callers-secret")
+        theirs, _ = await started(hub, other, chosen, "hello?")
+        assert theirs != chosen
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.get(other, chosen)
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.get(Caller(None), chosen)
+        mine = (await hub.conversations.get(anonymous, chosen)).messages
+        assert [m["content"] for m in mine if m["role"] == "user"] == ["hi", "again"]
 
 
 @pytest.mark.parametrize("bad", ["", "a" * 129, "emoji-\U0001f600", "cr\r\nlf", "has space", "a:b", "a/b"])

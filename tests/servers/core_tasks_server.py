@@ -23,7 +23,8 @@ from mcp_types import (
     ToolExecution,
 )
 
-from tests.servers.tasks_server import CONFIRM, TaskBook, TaskParams, text
+from elicithub.demo.tasks import TaskParams, text
+from tests.servers.tasks_server import CONFIRM, TaskBook
 
 RELATED = "io.modelcontextprotocol/related-task"
 

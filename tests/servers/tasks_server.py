@@ -3,8 +3,8 @@
 instead: `tasks/get` says input_required without the requests, `tasks/result` returns them with a requestState, and
 answers come by `tasks/input_response` (it does not know `tasks/update`).
 
-The SDK has no tasks runtime: each task is a script of steps advanced one per `tasks/get`, so a client always sees
-it working at least once, and every test waits on the state here (`TaskBook.wait_for`), never on time."""
+Its tasks are the demo's scripted tasks (elicithub.demo.tasks), advanced one step per `tasks/get`; every test waits
+on the state here (`TaskBook.wait_for`), never on time."""
 
 from __future__ import annotations
 
@@ -12,23 +12,23 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import (
-    INVALID_PARAMS,
-    CallToolRequestParams,
-    ListToolsResult,
-    PaginatedRequestParams,
-    RequestParams,
-    Tool,
-)
-from pydantic import ConfigDict
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, ListToolsResult, PaginatedRequestParams, Tool
 
-TASKS = "io.modelcontextprotocol/tasks"
+from elicithub.demo.tasks import (
+    AnswerParams,
+    Step,
+    Task,
+    TaskParams,
+    form,
+    text,
+)
+from elicithub.task_wire import TASKS_EXTENSION
+
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 CONFIRM = {
     "type": "object",
@@ -42,21 +42,10 @@ REGION = {
 }
 
 
-def form(message: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
-
-
 def link(message: str, url: str) -> dict[str, Any]:
     params = {"mode": "url", "message": message, "url": url, "elicitationId": "sign-in-1"}
     return {"method": "elicitation/create", "params": params}
 
-
-def text(value: str, error: bool = False) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": value}], "isError": error}
-
-
-Step = tuple[str, Any]
-"""("work", None) | ("ask", {key: request}) | ("fail", message) | ("cancel", message) | ("done", text)."""
 
 SCRIPTS: dict[str, Callable[[str], list[Step]]] = {
     "migrate": lambda name: [("work", None), ("ask", {"confirm": form(f"Migrate {name} now?", CONFIRM)})],
@@ -72,37 +61,19 @@ SCRIPTS: dict[str, Callable[[str], list[Step]]] = {
 }
 
 
-@dataclass
-class Task:
-    task_id: str
-    tool: str
-    name: str
-    steps: list[Step]
-    status: str = "working"
-    asking: dict[str, Any] = field(default_factory=dict)
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    message: str | None = None
+def scripted(task_id: str, tool: str, name: str) -> Task:
+    """A task of `tool` whose result names what it was told, and which any answer but accept stops."""
 
-    def view(self, with_requests: bool) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "taskId": self.task_id,
-            "status": self.status,
-            "createdAt": "2026-07-28T00:00:00Z",
-            "lastUpdatedAt": "2026-07-28T00:00:00Z",
-            "ttlMs": 3_600_000,
-            "pollIntervalMs": 20,
-        }
-        if self.message:
-            data["statusMessage"] = self.message
-        if self.status == "input_required" and with_requests:
-            data["inputRequests"] = dict(self.asking)
-        if self.result is not None:
-            data["result"] = self.result
-        if self.error is not None:
-            data["error"] = self.error
-        return data
+    def finish(task: Task) -> dict[str, Any]:
+        said = ", ".join(f"{k}={v.get('content')}" for k, v in sorted(task.answers.items()))
+        return text(f"{tool} {name} done ({said}).")
+
+    def judge(task: Task, response: dict[str, Any]) -> dict[str, Any] | None:
+        if response.get("action") == "accept":
+            return None
+        return text(f"{tool} {name} stopped: the user chose {response.get('action')}.", True)
+
+    return Task(task_id, SCRIPTS[tool](name), finish, judge)
 
 
 class TaskBook:
@@ -124,16 +95,6 @@ class TaskBook:
             self.changed.notify_all()
 
 
-class TaskParams(RequestParams):
-    model_config = ConfigDict(extra="allow")
-    task_id: str
-
-
-class AnswerParams(TaskParams):
-    input_responses: dict[str, Any]
-    request_state: str | None = None
-
-
 def build(shape: str = "2026-07-28") -> tuple[Server[Any], TaskBook]:
     book = TaskBook()
 
@@ -144,12 +105,14 @@ def build(shape: str = "2026-07-28") -> tuple[Server[Any], TaskBook]:
     async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> dict[str, Any]:
         book.calls[params.name] += 1
         declared = ((params.meta or {}).get(CAPABILITIES) or {}).get("extensions") or {}
-        if TASKS not in declared:
+        if TASKS_EXTENSION not in declared:
             raise MCPError(
-                -32021, "Missing required client capability", {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+                -32021,
+                "Missing required client capability",
+                {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
             )
         name = str((params.arguments or {}).get("name", "db"))
-        task = Task(f"task-{len(book.tasks) + 1}", params.name, name, SCRIPTS[params.name](name))
+        task = scripted(f"task-{len(book.tasks) + 1}", params.name, name)
         book.tasks[task.task_id] = task
         book.touch()
         return {"resultType": "task", **task.view(False)}
@@ -160,44 +123,14 @@ def build(shape: str = "2026-07-28") -> tuple[Server[Any], TaskBook]:
             raise MCPError(INVALID_PARAMS, f"Unknown task {task_id}")
         return task
 
-    def advance(task: Task) -> None:
-        """One step of the script, when the task is not waiting for anyone."""
-        if task.status != "working":
-            return
-        if not task.steps:
-            task.status = "completed"
-            said = ", ".join(f"{k}={v.get('content')}" for k, v in sorted(task.answers.items()))
-            task.result = text(f"{task.tool} {task.name} done ({said}).")
-            return
-        kind, value = task.steps.pop(0)
-        if kind == "ask":
-            task.status, task.asking = "input_required", dict(value)
-        elif kind == "fail":
-            task.status, task.error = "failed", {"code": -32603, "message": value}
-        elif kind == "cancel":
-            task.status, task.message = "cancelled", value
-
     async def get(ctx: ServerRequestContext, params: TaskParams) -> dict[str, Any]:
         task = find(params.task_id)
-        advance(task)
+        task.advance()
         book.touch()
         return task.view(shape != "draft")
 
-    def told(task: Task, responses: dict[str, Any]) -> None:
-        for key, response in responses.items():
-            if key not in task.asking:
-                continue  # not outstanding: ignored, as the extension says
-            task.answers[key] = response
-            del task.asking[key]
-            if response.get("action") != "accept":
-                task.status = "completed"
-                task.result = text(f"{task.tool} {task.name} stopped: the user chose {response.get('action')}.", True)
-                return
-        if not task.asking and task.status == "input_required":
-            task.status = "working"
-
     async def update(ctx: ServerRequestContext, params: AnswerParams) -> dict[str, Any]:
-        told(find(params.task_id), params.input_responses)
+        find(params.task_id).told(params.input_responses)
         book.touch()
         return {}
 
@@ -211,20 +144,19 @@ def build(shape: str = "2026-07-28") -> tuple[Server[Any], TaskBook]:
         task = find(params.task_id)
         if params.request_state != f"r:{task.task_id}":
             raise MCPError(INVALID_PARAMS, "requestState was altered")
-        told(task, params.input_responses)
+        task.told(params.input_responses)
         book.touch()
         return {}
 
     async def cancel(ctx: ServerRequestContext, params: TaskParams) -> dict[str, Any]:
         task = find(params.task_id)
-        if task.status not in ("completed", "failed", "cancelled"):
-            task.status, task.message = "cancelled", "cancelled by the client"
+        task.cancel()
         book.cancelled.append(task.task_id)
         book.touch()
         return {}
 
     server: Server[Any] = Server(f"tasks-{shape}", on_list_tools=list_tools, on_call_tool=call_tool)
-    server.extensions[TASKS] = {}
+    server.extensions[TASKS_EXTENSION] = {}
     server.add_request_handler("tasks/get", TaskParams, get)
     server.add_request_handler("tasks/cancel", TaskParams, cancel)
     if shape == "draft":

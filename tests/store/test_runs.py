@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from elicithub.core.ports import Backend, RunStore
-from elicithub.core.runs import Pause, RunRecord
+from elicithub.core.runs import Pause, RunRecord, ToolCall
 from elicithub.store.redis.runs import RedisRuns
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +26,7 @@ def record(run_id: str = "run_1", owner: str = "hub_a") -> RunRecord:
         supports_elicitation=True,
         messages=[{"role": "user", "content": "/call mrtr.provision {}"}],
         parent_run_id="run_parent",
-        tool_calls=[{"id": "call_1", "name": "mrtr.provision", "arguments": {"name": "orders"}}],
+        tool_calls=[ToolCall("call_1", "mrtr.provision", {"name": "orders"})],
         pause=Pause("mcp", {"region": "eli_1"}, state),
         status="paused",
         owner=owner,

@@ -14,8 +14,8 @@ from elicithub.core.events import (
     StepStarted,
     TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
 )
+from elicithub.core.runs import ToolCall
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 from tests.core_fixtures import SCHEMA, question
@@ -33,7 +33,7 @@ def test_ui_writer_names_the_message_and_frames_a_whole_run() -> None:
     for event in [
         RunStarted("run_1"),
         StepStarted(),
-        ToolCallStarted("call_1", "mrtr.provision", {"name": "orders"}),
+        ToolCall("call_1", "mrtr.provision", {"name": "orders"}),
         ElicitationRequested(QUESTION),
         RunPaused((QUESTION.id,)),
         ElicitationResolved(QUESTION.id, "accepted"),

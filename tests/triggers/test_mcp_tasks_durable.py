@@ -1,5 +1,5 @@
-"""A downstream task outlives the hub that started it: kill -9 while the task waits for the person, answer on
-another instance, and that instance finishes the same task (the server saw one tools/call)."""
+"""A downstream task outlives the hub that started it, in either shape: kill -9 while the task waits for the
+person, answer on another instance, and that instance finishes the same task (the server saw one tools/call)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.conftest import USERS, served
-from tests.core_fixtures import RedisServer
 from tests.server.test_durable import Serve, reattached_text, serve, store_url, ui_body
+from tests.servers.core_tasks_server import build as build_core
 from tests.servers.tasks_server import TaskBook, build
 
 __all__ = ["serve"]
@@ -26,6 +26,25 @@ def tasks_url() -> Iterator[tuple[str, TaskBook]]:
     server, book = build()
     with served(server.streamable_http_app()) as running:
         yield f"{running.url}/mcp", book
+
+
+@pytest.fixture
+def core_tasks_url() -> Iterator[tuple[str, TaskBook]]:
+    server, book = build_core()
+    with served(server.streamable_http_app()) as running:
+        yield f"{running.url}/mcp", book
+
+
+def write_config(path: Path, store: str, request: pytest.FixtureRequest, server: dict[str, str]) -> Path:
+    config = path / "hub.yaml"
+    data = {
+        "store": {"url": store_url(store, path, request, db=4), "heartbeat_s": 0.3},
+        "secrets": {"key_file": str(path / "secret.key")},
+        "users": USERS,
+        "mcp_servers": [server],
+    }
+    config.write_text(json.dumps(data))
+    return config
 
 
 async def ask(url: str, conversation: str, text: str) -> dict[str, str]:
@@ -44,17 +63,10 @@ async def ask(url: str, conversation: str, text: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("store", ["sqlite", "redis"])
 def test_kill_9_while_a_task_waits_then_another_instance_finishes_it(
-    store: str, serve: Serve, tmp_path: Path, tasks_url: tuple[str, TaskBook], redis_server: RedisServer
+    store: str, serve: Serve, tmp_path: Path, tasks_url: tuple[str, TaskBook], request: pytest.FixtureRequest
 ) -> None:
     url, book = tasks_url
-    config = tmp_path / "hub.yaml"
-    data = {
-        "store": {"url": store_url(store, tmp_path, redis_server, db=4), "heartbeat_s": 0.3},
-        "secrets": {"key_file": str(tmp_path / "secret.key")},
-        "users": USERS,
-        "mcp_servers": [{"id": "wh", "url": url}],
-    }
-    config.write_text(json.dumps(data))
+    config = write_config(tmp_path, store, request, {"id": "wh", "url": url})
     first = serve(config, "first")
     asked = asyncio.run(ask(first.url, "conv-task", '/call wh.migrate {"name": "orders"}'))
     first.process.kill()  # SIGKILL: nothing cancelled, the task still waits downstream
@@ -80,3 +92,25 @@ async def confirm(url: str, asked: dict[str, str]) -> list[int]:
     }
     async with httpx.AsyncClient(base_url=url, headers=ALICE, timeout=60) as client:
         return [(await client.post("/run/api/elicitation-responses", json=body)).status_code]
+
+
+@pytest.mark.parametrize("store", ["sqlite", "redis"])
+def test_kill_9_while_a_2025_11_25_task_waits_then_another_instance_finishes_it(
+    store: str, serve: Serve, tmp_path: Path, core_tasks_url: tuple[str, TaskBook], request: pytest.FixtureRequest
+) -> None:
+    url, book = core_tasks_url
+    config = write_config(tmp_path, store, request, {"id": "wh", "url": url, "protocol": "legacy"})
+    first = serve(config, "first")
+    asked = asyncio.run(ask(first.url, "conv-core-task", '/call wh.migrate {"name": "orders"}'))
+    first.process.kill()  # the tasks/result stream the question came on dies with it; the task still waits
+    first.process.wait()
+
+    second = serve(config, "second")
+    try:
+        statuses = asyncio.run(confirm(second.url, asked))
+        assert statuses == [200]
+        assert reattached_text(second.url, "conv-core-task") == "migrate orders done ({'confirm': True})."
+        assert book.calls["migrate"] == 1
+        assert book.cancelled == []
+    finally:
+        second.stop()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from tests.web.conftest import NewContext, connect, docs_copy, expect_closed, op
 
 DEPLOY = '/call deploy.deploy_service {"service":"orders"}'
 ROLLBACK = '/call release.rollback {"service":"orders"}'
+MIGRATE = '/call deploy.migrate {"database": "orders-db"}'
 LIST_ISSUES = "/call tracker.list_issues {}"
 ISSUES = "You have 3 issues:"
 DEFAULT_PORT = 8700
@@ -109,7 +111,7 @@ def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
     expect(page.locator("#who")).to_have_text("Signed in as dev")
     say(page, "hello")
     help_text = page.locator(".message.assistant > .text")
-    for tool in ("tracker.list_issues", "deploy.deploy_service", "release.rollback"):
+    for tool in ("tracker.list_issues", "deploy.deploy_service", "deploy.migrate", "release.rollback"):
         expect(help_text).to_contain_text(tool)
 
     # 2026-07-28: the deploy server answers the first call with an InputRequiredResult holding this form.
@@ -226,4 +228,24 @@ def test_the_demo_planner_delegates_to_the_travel_a2a_agent_whose_question_reach
     prompt.get_by_role("button", name="Submit").click()
     result = page.locator(".message.assistant > .text", has_text="Booked a flight")
     expect(result).to_have_text("Booked a flight from Porto for: Lisbon on Friday.")
+    expect_closed(prompt, "accepted")
+
+
+def test_the_demo_migration_runs_as_a_task_that_pauses_for_confirmation_and_finishes(
+    demo: DemoHub, context: BrowserContext
+) -> None:
+    page = open_widget(context, demo.url)
+    say(page, MIGRATE)
+    prompt = page.locator(".prompt", has_text="Apply 3 pending migrations to orders-db?")
+    expect(prompt).to_have_attribute("data-state", "pending")
+    source = re.compile(r"^Asked by deploy · migrate · task [0-9a-f]{12}$")
+    expect(prompt.locator(".prompt-source")).to_have_text(source)
+    apply = prompt.get_by_label("Apply 3 pending migrations")
+    expect(apply).not_to_be_checked()
+    snapshot(page, "demo-task.png", "task.png")
+
+    apply.check()
+    prompt.get_by_role("button", name="Submit").click()
+    result = page.locator(".message.assistant > .text", has_text="Migrated")
+    expect(result).to_have_text("Migrated orders-db: 3 migrations applied.")
     expect_closed(prompt, "accepted")

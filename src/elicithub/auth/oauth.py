@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 import httpx
@@ -18,6 +18,7 @@ from mcp.client.auth.utils import union_scopes
 from elicithub.auth.discovery import AuthServer, OAuthProblem, discover
 from elicithub.auth.vault import ClientRegistration, Credential, Vault
 from elicithub.config import OAuthConfig, ServiceConfig
+from elicithub.core.jsonwire import JsonObject
 
 __all__ = ["AuthServer", "Authorization", "OAuthClient", "OAuthProblem"]
 
@@ -28,6 +29,19 @@ _METADATA_TTL_S = 300.0
 CLIENT_METADATA_PATH = "/oauth/client-metadata.json"
 """Where the hub serves its OAuth client ID metadata document; its URL is the hub's client_id at authorization
 servers that support such documents."""
+
+
+class ClientMetadata(TypedDict, total=False):
+    """The hub as an OAuth client (RFC 7591): its metadata document, or what it registers with."""
+
+    client_id: str | None
+    client_name: str
+    client_uri: str
+    redirect_uris: list[str]
+    grant_types: list[str]
+    response_types: list[str]
+    token_endpoint_auth_method: str
+    scope: str
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,7 @@ class OAuthClient:
             return url
         return None
 
-    def client_metadata(self) -> dict[str, Any]:
+    def client_metadata(self) -> ClientMetadata:
         """The document served at `client_metadata_url`: a public client using PKCE."""
         return {
             "client_id": self.client_metadata_url,
@@ -107,7 +121,7 @@ class OAuthClient:
             )
         # A client registered for fewer scopes registers again for all of them, or a step-up could not ask.
         scope = union_scopes(known.scope if known is not None else None, found.scope)
-        metadata: dict[str, Any] = {
+        metadata: ClientMetadata = {
             "client_name": "elicithub",
             "redirect_uris": [self.callback_url],
             "grant_types": ["authorization_code", "refresh_token"],
@@ -200,7 +214,7 @@ def _token_params(client: ClientRegistration, found: AuthServer) -> dict[str, st
     return params
 
 
-def _credential(token: dict[str, Any]) -> Credential:
+def _credential(token: JsonObject) -> Credential:
     if not token.get("access_token"):
         raise OAuthProblem("The authorization server answered without an access token.")
     expires_in = token.get("expires_in")

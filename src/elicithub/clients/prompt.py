@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elicithub.core.elicitation import Answer
+from elicithub.core.elicitation import Action, Answer
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.schema import validate_content
 from elicithub.errors import HubError
 
@@ -20,7 +21,7 @@ _OMIT = object()
 
 
 class _Refused(HubError):
-    def __init__(self, action: str) -> None:
+    def __init__(self, action: Action) -> None:
         super().__init__(action)
         self.action = action
 
@@ -56,7 +57,7 @@ class Terminal:
         self.write(message)
         self.write(f"  {HELP}")
         required = set(schema.get("required") or [])
-        content: dict[str, Any] = {}
+        content: JsonObject = {}
         try:
             for name, prop in (schema.get("properties") or {}).items():
                 value = self._field(name, prop, name in required)
@@ -64,7 +65,7 @@ class Terminal:
                     content[name] = value
         except _Refused as refused:
             self.write(f"  {refused.action}d." if refused.action == "decline" else "  cancelled.")
-            return Answer(refused.action)  # type: ignore[arg-type]
+            return Answer(refused.action)
         except (KeyboardInterrupt, EOFError):
             self.write("\n  cancelled.")
             return Answer("cancel")
@@ -91,7 +92,7 @@ class Terminal:
         while True:
             raw = self.read(f"  {title}{hint}: ").strip()
             if raw in ("/decline", "/cancel"):
-                raise _Refused(raw[1:])
+                raise _Refused("decline" if raw == "/decline" else "cancel")
             if not raw:
                 if prop.get("default") is not None:
                     default = prop["default"]

@@ -24,6 +24,7 @@ from elicithub.core.elicitation import (
     utcnow,
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.ports import ElicitationStore, EventSink
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent
 
@@ -38,7 +39,7 @@ class Resolution:
 
     elicitation_id: str
     outcome: Outcome
-    content: dict[str, Any] | None = None
+    content: JsonObject | None = None
 
     @classmethod
     def of(cls, elicitation: Elicitation) -> Resolution:
@@ -251,7 +252,8 @@ class Broker:
             raise Expired(elicitation_id)
         assert isinstance(decision, Resolve)
         if await self._transition(elicitation, decision.state, decision.answer):
-            return Resolution(elicitation_id, decision.state.value, decision.answer and decision.answer.content)  # type: ignore[arg-type]
+            content = decision.answer.content if decision.answer else None
+            return Resolution(elicitation_id, decision.state.outcome, content)
         # Someone else resolved it between our read and our write: judge the answer against that outcome.
         return await self.respond(elicitation_id, answer, user_id, conversation_id)
 
@@ -263,7 +265,7 @@ class Broker:
         if elicitation.state is State.PENDING:
             answer = Answer("cancel") if state is State.CANCELLED else None
             if await self._transition(elicitation, state, answer):
-                return Resolution(elicitation_id, state.value)  # type: ignore[arg-type]
+                return Resolution(elicitation_id, state.outcome)
             elicitation = await self.store.get(elicitation_id)
             assert elicitation is not None
         return Resolution.of(elicitation)
@@ -299,7 +301,7 @@ class Broker:
         before = self._waiters.get(elicitation.id)
         if not await self.store.transition(elicitation.id, state, answer, utcnow()):
             return False
-        outcome: Outcome = state.value  # type: ignore[assignment]
+        outcome = state.outcome
         log.info("elicitation %s %s", elicitation.id, outcome)
         resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
         waiting = self._waiters.get(elicitation.id) or before

@@ -6,12 +6,27 @@ import secrets
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.schema import FieldError, apply_defaults, validate_content
 
 Mode = Literal["form", "url"]
 Action = Literal["accept", "decline", "cancel"]
+
+
+class QuestionContext(TypedDict, total=False):
+    """Where a question comes from, for the person's client to show: `trigger` is `credential_required`,
+    `mcp_elicitation` or `a2a_input_required`; a delegated agent's questions name the `agentPath` that asks,
+    outermost first; a sign-in that needs more than it has names its `scope`."""
+
+    trigger: str
+    serverId: str
+    toolName: str
+    agentId: str
+    taskId: str
+    agentPath: list[str]
+    scope: str
 
 
 class State(StrEnum):
@@ -21,8 +36,21 @@ class State(StrEnum):
     CANCELLED = "cancelled"
     EXPIRED = "expired"
 
+    @property
+    def outcome(self) -> Outcome:
+        """The outcome this terminal state stands for; KeyError for PENDING, which has not ended."""
+        return _OUTCOMES[self]
+
 
 Outcome = Literal["accepted", "declined", "cancelled", "expired"]
+"""How an elicitation ended: the word of its terminal `State`."""
+
+_OUTCOMES: dict[State, Outcome] = {
+    State.ACCEPTED: "accepted",
+    State.DECLINED: "declined",
+    State.CANCELLED: "cancelled",
+    State.EXPIRED: "expired",
+}
 
 _ACTION_STATE: dict[str, State] = {"accept": State.ACCEPTED, "decline": State.DECLINED, "cancel": State.CANCELLED}
 
@@ -40,7 +68,7 @@ class Answer:
     """What a person said: an action, and for an accepted form its content."""
 
     action: Action
-    content: dict[str, Any] | None = None
+    content: JsonObject | None = None
 
 
 @dataclass(frozen=True)
@@ -53,9 +81,9 @@ class Elicitation:
     mode: Mode
     message: str
     expires_at: datetime
-    requested_schema: dict[str, Any] | None = None
+    requested_schema: JsonObject | None = None
     url: str | None = None
-    context: dict[str, Any] = field(default_factory=dict)
+    context: QuestionContext = field(default_factory=QuestionContext)
     id: str = field(default_factory=lambda: new_id("eli"))
     created_at: datetime = field(default_factory=utcnow)
     state: State = State.PENDING
@@ -64,12 +92,12 @@ class Elicitation:
 
     @property
     def outcome(self) -> Outcome | None:
-        return None if self.state is State.PENDING else self.state.value  # type: ignore[return-value]
+        return None if self.state is State.PENDING else self.state.outcome
 
     def is_due(self, now: datetime) -> bool:
         return self.state is State.PENDING and now >= self.expires_at
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.id,
             "conversation_id": self.conversation_id,
@@ -88,7 +116,7 @@ class Elicitation:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Elicitation:
+    def from_json(cls, data: JsonObject) -> Elicitation:
         answer = data.get("answer")
         resolved = data.get("resolved_at")
         return cls(
@@ -117,9 +145,9 @@ def new_elicitation(
     mode: Mode,
     message: str,
     timeout_s: float,
-    requested_schema: dict[str, Any] | None = None,
+    requested_schema: JsonObject | None = None,
     url: str | None = None,
-    context: dict[str, Any] | None = None,
+    context: QuestionContext | None = None,
 ) -> Elicitation:
     now = utcnow()
     return Elicitation(

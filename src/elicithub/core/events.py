@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
-from elicithub.core.elicitation import Elicitation, Outcome
+from elicithub.core.elicitation import Elicitation, Mode, Outcome, QuestionContext
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.runs import ToolCall
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,6 @@ class StepStarted:
 @dataclass(frozen=True)
 class TextDelta:
     text: str
-
-
-@dataclass(frozen=True)
-class ToolCallStarted:
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -69,7 +64,7 @@ StreamEvent = (
     RunStarted
     | StepStarted
     | TextDelta
-    | ToolCallStarted
+    | ToolCall
     | ToolCallFinished
     | ElicitationRequested
     | ElicitationResolved
@@ -78,28 +73,59 @@ StreamEvent = (
 )
 
 
-def request_event(elicitation: Elicitation) -> dict[str, Any]:
-    """The public `elicitation-request` event (DESIGN.md, Events)."""
-    event: dict[str, Any] = {
+class RequestEvent(TypedDict):
+    """The public `elicitation-request` event that chat clients read (README, "What the hub does"): a form
+    question has `requestedSchema`, a url one `url`."""
+
+    type: Literal["elicitation-request"]
+    elicitationId: str
+    mode: Mode
+    message: str
+    requestedSchema: NotRequired[JsonObject | None]
+    url: NotRequired[str | None]
+    context: QuestionContext
+    expiresAt: str
+
+
+class ResolvedEvent(TypedDict):
+    """The public `elicitation-resolved` event: how a question ended."""
+
+    type: Literal["elicitation-resolved"]
+    elicitationId: str
+    outcome: Outcome
+
+
+class AnswerEvent(TypedDict):
+    """An answer as it travels: the body of `POST /run/api/elicitation-responses` (which names the conversation),
+    or the `elicitationResponse` data part one hub sends another."""
+
+    elicitationId: str
+    action: str
+    conversationId: NotRequired[str | None]
+    content: NotRequired[JsonObject]
+
+
+def request_event(elicitation: Elicitation) -> RequestEvent:
+    event: RequestEvent = {
         "type": "elicitation-request",
         "elicitationId": elicitation.id,
         "mode": elicitation.mode,
         "message": elicitation.message,
+        "context": elicitation.context,
+        "expiresAt": elicitation.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if elicitation.mode == "form":
         event["requestedSchema"] = elicitation.requested_schema
     else:
         event["url"] = elicitation.url
-    event["context"] = elicitation.context
-    event["expiresAt"] = elicitation.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     return event
 
 
-def resolved_event(elicitation_id: str, outcome: Outcome) -> dict[str, Any]:
+def resolved_event(elicitation_id: str, outcome: Outcome) -> ResolvedEvent:
     return {"type": "elicitation-resolved", "elicitationId": elicitation_id, "outcome": outcome}
 
 
-def to_json(event: StreamEvent) -> dict[str, Any]:
+def to_json(event: StreamEvent) -> JsonObject:
     """The stored form of an event (the event log keeps JSON)."""
     if isinstance(event, RunStarted):
         return {"type": "run-started", "messageId": event.message_id}
@@ -107,7 +133,7 @@ def to_json(event: StreamEvent) -> dict[str, Any]:
         return {"type": "step-started"}
     if isinstance(event, TextDelta):
         return {"type": "text", "text": event.text}
-    if isinstance(event, ToolCallStarted):
+    if isinstance(event, ToolCall):
         return {"type": "tool-started", "callId": event.call_id, "name": event.name, "arguments": event.arguments}
     if isinstance(event, ToolCallFinished):
         return {
@@ -126,7 +152,7 @@ def to_json(event: StreamEvent) -> dict[str, Any]:
     return {"type": "run-finished", "reason": event.reason}
 
 
-def from_json(data: dict[str, Any]) -> StreamEvent | None:
+def from_json(data: JsonObject) -> StreamEvent | None:
     """The event a stored form stands for; None for a type this version does not know (it is passed over)."""
     kind = data.get("type")
     if kind == "run-started":
@@ -136,7 +162,7 @@ def from_json(data: dict[str, Any]) -> StreamEvent | None:
     if kind == "text":
         return TextDelta(data["text"])
     if kind == "tool-started":
-        return ToolCallStarted(data["callId"], data["name"], data["arguments"])
+        return ToolCall(data["callId"], data["name"], data["arguments"])
     if kind == "tool-finished":
         return ToolCallFinished(data["callId"], data["name"], data["text"], data["isError"])
     if kind == "elicitation-requested":

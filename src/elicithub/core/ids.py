@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
+import secrets
 
 from elicithub.errors import BadRequest
 
@@ -19,3 +22,20 @@ def check_conversation_id(value: str) -> str:
             f"(got {len(value)} characters that do not fit)."
         )
     return value
+
+
+def anonymous_conversation_id(holder: str) -> str:
+    """A new conversation id bound to an anonymous caller's secret `holder` (a cookie only they have): whoever
+    learns the id but lacks the secret cannot continue or read it."""
+    nonce = secrets.token_urlsafe(12)
+    return f"conv_{nonce}.{_tag(holder, nonce)}"
+
+
+def held_by(conversation_id: str, holder: str | None) -> bool:
+    """Whether the id was issued to the anonymous caller whose secret is `holder`."""
+    nonce, dot, tag = conversation_id.removeprefix("conv_").rpartition(".")
+    return holder is not None and bool(dot) and hmac.compare_digest(tag, _tag(holder, nonce))
+
+
+def _tag(holder: str, nonce: str) -> str:
+    return hashlib.sha256(f"{holder}\0{nonce}".encode()).hexdigest()[:32]

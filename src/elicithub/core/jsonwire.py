@@ -8,6 +8,10 @@ from typing import Any
 
 from elicithub.errors import HubError
 
+JsonObject = dict[str, Any]
+"""An arbitrary JSON object, kept as it came: a tool's arguments, a person's answer, a schema or a payload passed
+through. Shapes the hub knows have types of their own."""
+
 
 class BadNumber(HubError, ValueError):
     """A number that JSON cannot carry (NaN, Infinity, a literal that overflows to infinity) or that is too long to

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.events import StreamEvent
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import ConversationRecord, RunRecord
 
 
@@ -105,13 +106,13 @@ class EventLog(Protocol):
     Sequence numbers start at 1 and grow by one per append on a key; only the last `max_len` (about) are kept.
     """
 
-    async def append(self, key: str, event: dict[str, Any]) -> int:
+    async def append(self, key: str, event: JsonObject) -> int:
         """Add an event; returns its sequence number."""
 
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         """The kept events with a sequence number above `after`, oldest first."""
 
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         """Like `read`, but when there is nothing yet, wait up to `timeout_s` for an append (on any instance)."""
 
     async def last(self, key: str) -> int:

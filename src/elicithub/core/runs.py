@@ -4,13 +4,56 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 from urllib.parse import quote
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import HubError
 
-Message = dict[str, Any]
-"""A chat message in OpenAI's shape; tool messages also carry a private `is_error` flag."""
+
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str
+    """The arguments as a JSON text, as OpenAI writes them."""
+
+
+class MessageToolCall(TypedDict):
+    """One tool call of an assistant message, in OpenAI's shape."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class Message(TypedDict, total=False):
+    """A chat message in OpenAI's shape; tool messages also carry a private `is_error` flag.
+
+    A client's history may carry more keys (`name`, ...) and content of its own shape (a list of parts, the
+    JSON of an answer): they are kept as they came.
+    """
+
+    role: Required[str]
+    content: str | list[JsonObject] | JsonObject | None
+    tool_calls: list[MessageToolCall]
+    tool_call_id: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for: made by the run loop, shown on the stream, kept on the run record."""
+
+    call_id: str
+    name: str
+    arguments: JsonObject
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> ToolCall:
+        return cls(data["id"], data["name"], data["arguments"])
+
 
 RunStatus = Literal["running", "paused", "finished"]
 
@@ -30,7 +73,7 @@ class Pause:
 
     trigger: str
     elicitation_ids: dict[str, str]
-    state: dict[str, Any] = field(default_factory=dict)
+    state: JsonObject = field(default_factory=dict)
 
     @property
     def child_run_id(self) -> str | None:
@@ -50,7 +93,7 @@ class RunRecord:
     messages: list[Message]  # up to the assistant message whose tool calls are being made
     parent_run_id: str | None = None
     agent: str = "assistant"
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {id, name, arguments} of that message
+    tool_calls: list[ToolCall] = field(default_factory=list)  # those of that message
     call_index: int = 0  # the call in progress; earlier ones have their results in `messages`
     pause: Pause | None = None
     status: RunStatus = "running"
@@ -59,17 +102,19 @@ class RunRecord:
     modes: list[str] = field(default_factory=lambda: ["form", "url"])  # the questions their client can show
     updated_at: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """A JSON-ready view, sharing this record's lists and dicts (serialize it, don't change it): no deep
         copy, since every pause and step writes one."""
         data = dict(vars(self))
+        data["tool_calls"] = [call.to_json() for call in self.tool_calls]
         data["pause"] = None if self.pause is None else dict(vars(self.pause))
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+    def from_json(cls, data: JsonObject) -> RunRecord:
         pause = data.get("pause")
-        return cls(**{**data, "pause": Pause(**pause) if pause else None})
+        calls = [ToolCall.from_json(call) for call in data.get("tool_calls", [])]
+        return cls(**{**data, "tool_calls": calls, "pause": Pause(**pause) if pause else None})
 
     def with_(self, **changes: Any) -> RunRecord:
         return replace(self, updated_at=time.time(), **changes)
@@ -92,12 +137,12 @@ class ConversationRecord:
     version: int = 0
     updated_at: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """A JSON-ready view, sharing this record's lists (serialize it, don't change it)."""
         return dict(vars(self))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ConversationRecord:
+    def from_json(cls, data: JsonObject) -> ConversationRecord:
         return cls(**data)
 
 

@@ -10,6 +10,7 @@ from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import HubError
 
 __all__ = ["FieldError", "SchemaError", "apply_defaults", "validate_content", "validate_requested_schema"]
@@ -112,7 +113,7 @@ def validate_content(schema: Mapping[str, Any], content: Mapping[str, Any] | Non
     return errors
 
 
-def apply_defaults(schema: Mapping[str, Any], content: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def apply_defaults(schema: Mapping[str, Any], content: Mapping[str, Any] | None = None) -> JsonObject:
     """Return a copy of `content` with schema defaults filled in for absent (or None) properties."""
     result = dict(content) if isinstance(content, Mapping) else {}
     for name, prop in _properties(schema).items():

@@ -1,9 +1,9 @@
-"""Two demo MCP servers, one per protocol era: `deploy` returns InputRequiredResult, `release` elicits mid-call."""
+"""Two demo MCP servers, one per protocol era: `deploy` returns InputRequiredResult (and runs `migrate` as a task),
+`release` elicits mid-call."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -17,13 +17,16 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
+from elicithub.core.jsonwire import JsonObject
+from elicithub.demo.migrate import migrations
+
 REGIONS = {
     "eu-west-1": "Europe (Ireland)",
     "us-east-1": "US East (Virginia)",
     "ap-southeast-2": "Asia Pacific (Sydney)",
 }
 FEATURES = ["canary", "autoscaling", "tracing"]
-DEPLOY_FORM: dict[str, Any] = {
+DEPLOY_FORM: JsonObject = {
     "type": "object",
     "properties": {
         "region": {
@@ -50,8 +53,11 @@ def _text(value: str, *, error: bool = False) -> CallToolResult:
 
 
 def deploy_server() -> MCPServer:
-    """The `deploy` server (MCP 2026-07-28): one form per deploy, returned as an InputRequiredResult."""
-    server: MCPServer = MCPServer("deploy", instructions="Deploys demo services to production.", log_level="WARNING")
+    """The `deploy` server (MCP 2026-07-28): one form per deploy, returned as an InputRequiredResult; `migrate` runs
+    as a task (io.modelcontextprotocol/tasks) that asks for confirmation while it waits."""
+    server: MCPServer = MCPServer(
+        "deploy", instructions="Deploys demo services to production.", log_level="WARNING", extensions=[migrations()]
+    )
 
     @server.tool()
     async def deploy_service(service: str, ctx: Context) -> CallToolResult | InputRequiredResult:
@@ -71,7 +77,7 @@ def deploy_server() -> MCPServer:
     return server
 
 
-def _deploy(service: str, content: dict[str, Any]) -> CallToolResult:
+def _deploy(service: str, content: JsonObject) -> CallToolResult:
     region, replicas = content.get("region"), content.get("replicas", 2)
     features = content.get("features") or []
     if isinstance(replicas, float) and replicas.is_integer():

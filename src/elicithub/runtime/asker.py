@@ -10,6 +10,7 @@ from elicithub import telemetry
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Pause
 
 SavePause = Callable[[Pause], Awaitable[None]]
@@ -73,7 +74,7 @@ class Asker:
         *,
         trigger: str,
         keys: list[str] | None = None,
-        state: dict[str, Any] | None = None,
+        state: JsonObject | None = None,
     ) -> list[Resolution]:
         """Ask a round of questions together and wait until each has ended (answered, declined, expired...)."""
         keys = keys if keys is not None else [str(i) for i in range(len(elicitations))]
@@ -98,9 +99,7 @@ class Asker:
             return await self._wait([ids[k] for k in keys], shown={})
         return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh})
 
-    async def checkpoint(
-        self, trigger: str, state: dict[str, Any], elicitation_ids: dict[str, str] | None = None
-    ) -> None:
+    async def checkpoint(self, trigger: str, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
         """Record where the call is without asking anything (a delegation notes its child run; a downstream task
         notes that it was told a round's answers, keeping that round's `elicitation_ids`), so a resumed run gets
         it back from `resume_from()`."""

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, Outcome, State, decide, new_id, utcnow
-from elicithub.core.events import StreamEvent, ToolCallStarted
-from elicithub.core.ids import check_conversation_id
+from elicithub.core.events import StreamEvent
+from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
-from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, ToolCall, conversation_key
 from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.stream import RunStream
@@ -40,6 +40,8 @@ class Caller:
     modes: frozenset[str] = frozenset({"form", "url"})
     """The question modes the client can show (an MCP client declares them)."""
     """chat, mcp, a2a or slack: a tool that cannot ask its person says what to change in these words."""
+    anonymous: str | None = None
+    """Without a user: the caller's own secret (a cookie), which the conversations the hub issues them are bound to."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class Answered:
     run_id: str
     after: int
     followed: bool
-    call: ToolCallStarted | None = None
+    call: ToolCall | None = None
 
 
 Followed = AsyncGenerator[tuple[int, StreamEvent], None]
@@ -158,8 +160,7 @@ class Conversations:
         run = await self.backend.runs.get(elicitation.run_id)
         call = None
         if run is not None and run.call_index < len(run.tool_calls):
-            made = run.tool_calls[run.call_index]
-            call = ToolCallStarted(made["id"], made["name"], made["arguments"])
+            call = run.tool_calls[run.call_index]
         return Answered(resolution, elicitation.conversation_id, elicitation.run_id, after, followed, call)
 
     async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:
@@ -196,6 +197,8 @@ class Conversations:
     async def get(self, caller: Caller, conversation_id: str) -> ConversationRecord:
         """The caller's conversation; unknown or another user's: not found."""
         check_conversation_id(conversation_id)
+        if caller.user_id is None and not held_by(conversation_id, caller.anonymous):
+            raise ConversationNotFound(conversation_id)
         conversation = await self.backend.conversations.get(conversation_key(caller.user_id, conversation_id))
         if conversation is None:
             raise ConversationNotFound(conversation_id)
@@ -259,10 +262,26 @@ class Conversations:
             check_conversation_id(conversation_id)
             if caller.user_id is not None:
                 return conversation_id
-            # An anonymous caller continues only a conversation the hub issued (its id is unguessable).
-            if await self.backend.conversations.get(conversation_key(None, conversation_id)) is not None:
+            # An anonymous caller continues only a conversation the hub issued to them: its id is bound to their
+            # secret, so knowing (or guessing) the id is not enough.
+            if held_by(conversation_id, caller.anonymous):
                 return conversation_id
-        return new_id("conv")
+        return anonymous_conversation_id(caller.anonymous) if caller.anonymous is not None else new_id("conv")
+
+    async def stop(self, caller: Caller, conversation_id: str, run_id: str) -> bool:
+        """Stop a run that is still the conversation's active one (its caller cancelled it): it makes no more
+        calls, its questions and its delegated runs' are cancelled, and nothing it says is kept. False when the run
+        is no longer active (it ended, or a newer message superseded it)."""
+        key = conversation_key(caller.user_id, conversation_id)
+        while True:
+            current = await self.backend.conversations.get(key)
+            if current is None or current.active_run_id != run_id:
+                return False
+            stopped = replace(current, active_run_id=None, version=current.version + 1, updated_at=time.time())
+            if await self.backend.conversations.put(stopped, current.version):
+                break
+        await self._supersede(run_id)
+        return True
 
     async def _supersede(self, run_id: str) -> None:
         """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs, and so are

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
 
 from elicithub import telemetry
 from elicithub.core.broker import Broker
@@ -19,10 +18,9 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
 )
 from elicithub.core.ports import ConversationStore, RunStore
-from elicithub.core.runs import Message, Pause, RunRecord, conversation_key, next_status
+from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit, SavePause
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.stream import RunStream
@@ -57,6 +55,30 @@ class Showing:
             record.surface,
             frozenset(record.modes),
         )
+
+
+class Checkpoint:
+    """A run's record as its tool calls go: saved when a call pauses (or notes where it is) and when it ends, so a
+    resumed run continues the call where it stopped and never makes a finished one again."""
+
+    def __init__(self, runs: RunStore, record: RunRecord) -> None:
+        self.runs = runs
+        self.record = record
+
+    def start(self, messages: list[Message], calls: list[ToolCall], index: int) -> None:
+        """Call `index` of `calls` begins, after `messages`; nothing to save until it pauses or ends."""
+        self.record = self.record.with_(messages=list(messages), tool_calls=calls, call_index=index, pause=None)
+
+    async def pause(self, pause: Pause) -> None:
+        self.record = self.record.with_(pause=pause, status=next_status(self.record.status, "pause"))
+        await self.runs.save(self.record)
+
+    async def done(self, messages: list[Message]) -> None:
+        """The call ended and its result is the last of `messages`."""
+        status = next_status(self.record.status, "continue")
+        call_index = self.record.call_index + 1
+        self.record = self.record.with_(messages=list(messages), call_index=call_index, pause=None, status=status)
+        await self.runs.save(self.record)
 
 
 class Runner:
@@ -138,9 +160,8 @@ class Runner:
                 if not await showing.active():
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
-                calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]
-                messages.append(_assistant_calls(turn.text, calls))
-                record = await self._calls(record, messages, calls, 0, emit, showing)
+                messages.append(_assistant_calls(turn.text, turn.tool_calls))
+                record = await self._calls(record, messages, turn.tool_calls, 0, emit, showing)
             else:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
@@ -160,39 +181,32 @@ class Runner:
         self,
         record: RunRecord,
         messages: list[Message],
-        calls: list[dict[str, Any]],
+        calls: list[ToolCall],
         start: int,
         emit: Emit,
         showing: Showing,
     ) -> RunRecord:
         """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again."""
         resume = record.pause if record.call_index == start else None
+        checkpoint = Checkpoint(self.runs, record)
         for index in range(start, len(calls)):
             call = calls[index]
-            current = record.with_(messages=list(messages), tool_calls=calls, call_index=index, pause=None)
-
-            async def save(pause: Pause, base: RunRecord = current) -> None:
-                nonlocal current
-                current = base.with_(pause=pause, status=next_status(current.status, "pause"))
-                await self.runs.save(current)
-
-            asker = self._asker(showing, save, resume if index == start else None)
-            await emit(ToolCallStarted(call["id"], call["name"], call["arguments"]))
+            checkpoint.start(messages, calls, index)
+            asker = self._asker(showing, checkpoint.pause, resume if index == start else None)
+            await emit(call)
             if index == start and resume is not None and resume.state.get("kind") == "rerun":
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume)
-            with telemetry.tool_call(call["name"]) as span:
-                outcome = await self.tools.call(call["name"], call["arguments"], showing.context(record, asker))
+            with telemetry.tool_call(call.name) as span:
+                outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
                 span.note("is_error", outcome.is_error, failed=outcome.is_error)
-            await emit(ToolCallFinished(call["id"], call["name"], outcome.text, outcome.is_error))
+            await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error))
             messages.append(
-                {"role": "tool", "tool_call_id": call["id"], "content": outcome.text, "is_error": outcome.is_error}
+                {"role": "tool", "tool_call_id": call.call_id, "content": outcome.text, "is_error": outcome.is_error}
             )
-            status = next_status(current.status, "continue")
-            record = current.with_(messages=list(messages), call_index=index + 1, pause=None, status=status)
-            await self.runs.save(record)
-        return record
+            await checkpoint.done(messages)
+        return checkpoint.record
 
     def _asker(self, showing: Showing, save: SavePause, resume: Pause | None) -> Asker:
         return Asker(
@@ -228,19 +242,19 @@ class Runner:
 
 def last_words(messages: list[Message]) -> str:
     """What a finished run said last (its final assistant message), or nothing."""
-    last = messages[-1] if messages else {}
-    return str(last.get("content") or "") if last.get("role") == "assistant" else ""
+    last = messages[-1] if messages else None
+    return str(last.get("content") or "") if last is not None and last["role"] == "assistant" else ""
 
 
-def _assistant_calls(text: str | None, calls: list[dict[str, Any]]) -> Message:
+def _assistant_calls(text: str | None, calls: list[ToolCall]) -> Message:
     return {
         "role": "assistant",
         "content": text,
         "tool_calls": [
             {
-                "id": c["id"],
+                "id": c.call_id,
                 "type": "function",
-                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
             }
             for c in calls
         ],

@@ -10,7 +10,8 @@ from typing import Any, Protocol
 
 from elicithub.config import ModelConfig
 from elicithub.core import jsonwire
-from elicithub.core.runs import Message
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.runs import Message, ToolCall
 
 
 @dataclass(frozen=True)
@@ -18,16 +19,9 @@ class ToolSpec:
     name: str
     """Qualified as SERVER.TOOL."""
     description: str
-    input_schema: dict[str, Any]
+    input_schema: JsonObject
     stands_in: bool = False
     """`SERVER.connect` of a server whose tools only the person's sign-in shows: any `SERVER.*` may be called."""
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -46,7 +40,8 @@ _CALL = re.compile(r"^/call\s+(?P<name>[A-Za-z][\w-]*\.[\w.-]+)\s*(?P<args>.*)$"
 
 
 class ScriptedModel:
-    """DESIGN.md's scripted model: `/call SERVER.TOOL {json}` calls a tool; tool results are echoed back."""
+    """The scripted model (README, Configuration): `/call SERVER.TOOL {json}` calls a tool; tool results are
+    echoed back."""
 
     name = "scripted"
 
@@ -112,7 +107,7 @@ class OpenAIModel:
         ]
         by_wire = {_wire_name(t.name): t.name for t in tools}
         wire_messages = [{k: v for k, v in m.items() if k != "is_error"} for m in messages]
-        extra: dict[str, Any] = {"tools": wire_tools} if wire_tools else {}
+        extra = {"tools": wire_tools} if wire_tools else {}
         create: Any = self._client.chat.completions.create
         response = await create(model=self.name, messages=wire_messages, **extra)
         message = response.choices[0].message

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
 
@@ -25,7 +26,7 @@ class Trigger(Protocol):
 
     async def list_tools(self, context: CallContext | None) -> list[ToolSpec]: ...
 
-    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome: ...
+    async def call(self, tool: str, arguments: JsonObject, context: CallContext) -> ToolOutcome: ...
 
     async def close(self) -> None: ...
 
@@ -76,7 +77,7 @@ class ToolRouter:
             known = self._qualified[prefix] = (tools, [replace(t, name=f"{prefix}.{t.name}") for t in tools])
         return known[1]
 
-    async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+    async def call(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutcome:
         prefix, _, tool = name.partition(".")
         trigger = self._triggers.get(prefix) if prefix in self._allowed(context) else None
         if trigger is None or not tool:

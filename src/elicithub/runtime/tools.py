@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.runtime.models import ToolSpec
 
 if TYPE_CHECKING:
@@ -71,4 +72,4 @@ class ToolOutcome:
 class Tools(Protocol):
     async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]: ...
 
-    async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome: ...
+    async def call(self, name: str, arguments: JsonObject, context: CallContext) -> ToolOutcome: ...

@@ -16,7 +16,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicithub import __version__
 from elicithub.config import Config
-from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, NotFound, PayloadTooLarge
+from elicithub.errors import (
+    AlreadyResolved,
+    BadRequest,
+    Expired,
+    HubError,
+    IdentityUnavailable,
+    InvalidContent,
+    NotFound,
+    PayloadTooLarge,
+)
 from elicithub.server import routes, web
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
@@ -29,6 +38,7 @@ STATUSES: list[tuple[type[HubError], int]] = [
     (AlreadyResolved, 409),
     (Expired, 410),
     (InvalidContent, 422),
+    (IdentityUnavailable, 503),
 ]
 """How the package's errors map to HTTP statuses (the first match wins); anything else is a 500."""
 
@@ -86,7 +96,9 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.include_router(routes.router)
     for surface in hub.surfaces:
         app.router.routes.extend(surface.routes)
+    app.router.routes.extend(hub.resource.routes)
     app.include_router(hub.sign_in_pages.router)
+    app.include_router(hub.provider_sign_in.router)
     redact_access_log()
     app.include_router(web.router)
     app.mount(web.STATIC_PATH, web.static_files(), name="static")

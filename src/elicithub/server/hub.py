@@ -16,7 +16,9 @@ from elicithub import telemetry
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
+from elicithub.auth.oidc import OidcVerifier
 from elicithub.auth.pages import SignInPages
+from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
 from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.core.broker import Broker
@@ -30,12 +32,14 @@ from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
+from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
+from elicithub.surfaces.mcp_task_records import TaskRecords
 from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.credentials import CredentialGate
@@ -109,7 +113,22 @@ class Hub:
         for delegation in delegations:
             delegation.run_child = runner.run_child
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
-        self.identity = Identity(config.users, self.keys.derive("session"), config.public_url)
+        self.resource = ProtectedResource(config.public_url, config.auth.oidc)
+        oidc = config.auth.oidc
+        self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None
+        self.oidc_client_secret = (
+            os.environ.get(oidc.client_secret_env) if oidc is not None and oidc.client_secret_env else None
+        )
+        """The widget's client secret at the provider (None: a public client)."""
+        self.identity = Identity(config.users, self.keys.derive("session"), config.public_url, self.resource, self.oidc)
+        self.provider_sign_in = ProviderSignIn(
+            config.public_url,
+            oidc,
+            self.oidc,
+            self.identity,
+            self.keys.derive("oidc-sign-in"),
+            self.oidc_client_secret,
+        )
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(
             config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets
@@ -117,7 +136,8 @@ class Hub:
         self.mcp = McpSurface(
             self.conversations,
             Tickets(self.backend.kv),
-            self.identity.user_for,
+            TaskRecords(self.backend.kv, config.conversations.retention_s),
+            self.identity,
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,
             agents,
@@ -126,9 +146,10 @@ class Hub:
         self.a2a = A2aSurface(
             self.conversations,
             HubTaskStore(self.backend.kv, config.conversations.retention_s),
-            self.identity.user_for,
+            self.identity,
             config.public_url,
             agents,
+            issuer=oidc.issuer if oidc is not None else None,
         )
         # Optional surfaces: the app mounts the routes of those configured.
         self.slack = (
@@ -167,6 +188,8 @@ class Hub:
     async def start(self) -> None:
         await self.backend.open()
         await self.broker.start()
+        if self.oidc is not None:
+            await self.oidc.start()
         if self._demo_ports is not None:
             from elicithub.demo.launcher import start_demo
 
@@ -194,6 +217,8 @@ class Hub:
         await self.tools.close()
         await self.http.aclose()
         await self.a2a_http.aclose()
+        if self.oidc is not None:
+            await self.oidc.close()
         if self._demo is not None:
             await self._demo.aclose()
         await self.backend.close()

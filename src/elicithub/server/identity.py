@@ -1,26 +1,54 @@
-"""Who is asking: a bearer token from the config, else the widget's signed session cookie, else anonymous."""
+"""Who is asking: a bearer token (a configured user's, or a JWT from the OpenID provider), else the widget's signed
+session cookie, else anonymous."""
 
 from __future__ import annotations
 
 import hmac
 from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from elicithub.auth.oidc import OidcVerifier
 from elicithub.config import UserConfig
+from elicithub.server.resource_metadata import ProtectedResource
 
 SESSION_COOKIE = "elicithub_session"
 SESSION_MAX_AGE_S = 30 * 24 * 3600
+ANONYMOUS_COOKIE = "elicithub_anonymous"
+"""An anonymous caller's own secret; the conversations the hub issues them are bound to it."""
 
 
 class Identity:
-    def __init__(self, users: list[UserConfig], session_key: bytes, public_url: str) -> None:
+    """`user_for` answers at once, with the provider's keys as last fetched; `authenticate` may fetch them first.
+    A protocol endpoint awaits `authenticate` at its door, so the SDK hooks behind it that can only call
+    `user_for` find the keys in place."""
+
+    def __init__(
+        self,
+        users: list[UserConfig],
+        session_key: bytes,
+        public_url: str,
+        resource: ProtectedResource,
+        oidc: OidcVerifier | None = None,
+    ) -> None:
         self._users = [(u.token.encode(), u.id) for u in users]
         self._sessions = URLSafeTimedSerializer(session_key, salt="elicithub-session")
         self._public_host = urlsplit(public_url).netloc
+        self.resource = resource
+        self.oidc = oidc
 
     def user_for(self, token: str) -> str | None:
+        return self._static_user(token) or (self.oidc.user(token) if self.oidc is not None else None)
+
+    async def authenticate(self, token: str) -> str | None:
+        """The user of a bearer token; raises `IdentityUnavailable` if it is a JWT and the keys cannot be had."""
+        return self._static_user(token) or (await self.oidc.verify(token) if self.oidc is not None else None)
+
+    def challenge(self, path: str = "", *, invalid_token: bool) -> str:
+        return self.resource.challenge(path, invalid_token=invalid_token)
+
+    def _static_user(self, token: str) -> str | None:
         supplied = token.encode()
         found = None
         # Compare against every token in constant time so timing says nothing about which one nearly matched.
@@ -32,6 +60,21 @@ class Identity:
     def session_token(self, user_id: str) -> str:
         """The signed value of the session cookie that makes a browser `user_id`."""
         return self._sessions.dumps(user_id)
+
+    def start_session(self, response: Response, user_id: str, *, secure: bool) -> None:
+        """Make the browser `user_id`: an HTTP-only cookie, so the page itself never holds a credential."""
+        response.set_cookie(
+            SESSION_COOKIE,
+            self.session_token(user_id),
+            max_age=SESSION_MAX_AGE_S,
+            path="/",
+            httponly=True,
+            samesite="lax",
+            secure=secure,
+        )
+
+    def end_session(self, response: Response) -> None:
+        response.delete_cookie(SESSION_COOKIE, path="/")
 
     def session_user(self, request: Request) -> str | None:
         """The user of a valid session cookie; a missing, stale or forged one is simply no user."""
@@ -45,14 +88,33 @@ class Identity:
         return user if isinstance(user, str) and user else None
 
     def __call__(self, request: Request) -> str | None:
+        """The caller, with the provider's keys as last fetched (for pages that a browser opens)."""
+        token = self._bearer(request)
+        return self.session_user(request) if token is None else self._known(self.user_for(token))
+
+    async def of(self, request: Request) -> str | None:
+        """The caller of an API request; a JWT may fetch the provider's keys first."""
+        token = self._bearer(request)
+        return self.session_user(request) if token is None else self._known(await self.authenticate(token))
+
+    def _bearer(self, request: Request) -> str | None:
+        """The request's bearer token, None without an Authorization header; any other scheme is refused."""
         header = request.headers.get("authorization")
         if header is None:
-            return self.session_user(request)
+            return None
         scheme, _, token = header.partition(" ")
-        user = self.user_for(token.strip()) if scheme.lower() == "bearer" else None
+        return token.strip() if scheme.lower() == "bearer" else ""
+
+    def _known(self, user: str | None) -> str:
         if user is None:
-            raise HTTPException(401, "The bearer token is not valid.", headers={"WWW-Authenticate": "Bearer"})
+            challenge = self.challenge(invalid_token=True)
+            raise HTTPException(401, "The bearer token is not valid.", headers={"WWW-Authenticate": challenge})
         return user
+
+    def anonymous_secret(self, request: Request) -> str | None:
+        """The secret of an anonymous caller's cookie (not for a write another origin sends on their behalf)."""
+        secret = request.cookies.get(ANONYMOUS_COOKIE, "")
+        return secret if len(secret) >= 32 and not self._cross_origin_write(request) else None
 
     def _cross_origin_write(self, request: Request) -> bool:
         # Cookies ride along on requests other sites make; a state-changing one from another origin must not act

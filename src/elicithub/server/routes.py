@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Request, Response
 from fastapi.routing import APIRoute
@@ -14,8 +15,11 @@ from elicithub.core import jsonwire
 from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationResolved, StreamEvent
 from elicithub.core.ids import CONVERSATION_ID_PATTERN
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.runs import Message
 from elicithub.runtime.conversations import Caller
 from elicithub.server.hub import Hub
+from elicithub.server.identity import ANONYMOUS_COOKIE
 from elicithub.server.openapi import EventStream, errors, stream
 from elicithub.server.streaming import Writer, parse_event_id, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
@@ -55,12 +59,18 @@ async def get_hub(request: Request) -> Hub:
 
 
 async def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str | None:
-    return hub.identity(request)
+    return await hub.identity.of(request)
 
 
 async def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
     supports = request.headers.get("x-supports-elicitation", "").strip().lower() == "true"
-    return Caller(hub.identity(request), supports)
+    user = await hub.identity.of(request)
+    if user is not None:
+        return Caller(user, supports)
+    if not hub.config.auth.anonymous:
+        challenge = hub.identity.challenge(invalid_token=False)
+        raise HTTPException(401, "Sign in: this hub takes no anonymous chat.", headers={"WWW-Authenticate": challenge})
+    return Caller(None, supports, anonymous=hub.identity.anonymous_secret(request) or secrets.token_urlsafe(32))
 
 
 HubDep = Annotated[Hub, Depends(get_hub)]
@@ -80,7 +90,7 @@ class ElicitationResponse(BaseModel):
     conversationId: str | None = None
     elicitationId: str = Field(min_length=1)
     action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
+    content: JsonObject | None = None
 
 
 class ResponseBody(ElicitationResponse):
@@ -91,7 +101,7 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[dict[str, Any]] | dict[str, Any] | None = None
+    content: str | list[JsonObject] | JsonObject | None = None
 
 
 class ChatCompletionsBody(BaseModel):
@@ -107,7 +117,7 @@ class UIMessage(BaseModel):
 
     id: str | None = None
     role: Literal["system", "user", "assistant"]
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
 
 
 class UIChatBody(BaseModel):
@@ -154,7 +164,7 @@ async def _chat(
     message: str | ElicitationResponse,
     make_writer: Callable[[str | None], Writer],
     headers: dict[str, str],
-    history: list[dict[str, Any]] | None = None,
+    history: list[Message] | None = None,
     agent: str | None = None,
 ) -> Response:
     """Send a message to `agent` (and stream its run), or take an answer (and stream the continuation).
@@ -186,10 +196,22 @@ async def _chat(
         writer = make_writer(sent.run_id)
         followed = await conversations.follow(caller, sent.conversation_id, run_id=sent.run_id, after=sent.after)
         first = []
-    return sse(writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, first=first)
+    response = sse(writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, first=first)
+    if caller.anonymous is not None:
+        # Sent again each time, so the browser keeps it as long as it keeps chatting.
+        response.set_cookie(
+            ANONYMOUS_COOKIE,
+            caller.anonymous,
+            max_age=int(hub.config.conversations.retention_s),
+            path="/run/",
+            httponly=True,
+            samesite="lax",
+            secure=hub.config.public_url.startswith("https://"),
+        )
+    return response
 
 
-def _openai_text(content: str | list[dict[str, Any]] | dict[str, Any] | None) -> str | ElicitationResponse:
+def _openai_text(content: str | list[JsonObject] | JsonObject | None) -> str | ElicitationResponse:
     if isinstance(content, dict):
         return _parse_answer(content) if content.get("type") == "elicitation-response" else json.dumps(content)
     if isinstance(content, list):
@@ -225,7 +247,8 @@ async def chat_completions(
     last = body.messages[-1]
     if last.role != "user":
         raise HTTPException(400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user.")
-    history = [m.model_dump(exclude_none=True) for m in body.messages[:-1]]
+    # Validated as ChatMessage: a role, and content of one of the shapes a Message may have.
+    history = [cast(Message, m.model_dump(exclude_none=True)) for m in body.messages[:-1]]
     model = body.model or hub.model.name
     message = _openai_text(last.content)
     return await _chat(

@@ -11,7 +11,6 @@ from starlette.staticfiles import StaticFiles
 
 from elicithub.core.events import request_event
 from elicithub.core.runs import Message
-from elicithub.server.identity import SESSION_COOKIE, SESSION_MAX_AGE_S
 from elicithub.server.openapi import errors
 from elicithub.server.routes import CallerDep, ConversationIdPath, HubDep, UserDep
 
@@ -42,15 +41,8 @@ async def index(request: Request, hub: HubDep) -> Response:
     response = FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=_PAGE_HEADERS)
     demo = hub.config.demo
     if demo.enabled and "authorization" not in request.headers and hub.identity.session_user(request) is None:
-        response.set_cookie(
-            SESSION_COOKIE,
-            hub.identity.session_token(demo.dev_user),
-            max_age=SESSION_MAX_AGE_S,
-            path="/",
-            httponly=True,
-            samesite="lax",
-            secure=hub.config.public_url.startswith("https://") or request.url.scheme == "https",
-        )
+        secure = hub.config.public_url.startswith("https://") or request.url.scheme == "https"
+        hub.identity.start_session(response, demo.dev_user, secure=secure)
     return response
 
 

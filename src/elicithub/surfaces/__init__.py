@@ -6,6 +6,7 @@ and a lifespan the app runs. Adding one is listing it in `Hub.surfaces`; routes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
@@ -15,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicithub.core import jsonwire
 from elicithub.core.events import StreamEvent, TextDelta, ToolCallFinished
-from elicithub.errors import InvalidContent
+from elicithub.errors import IdentityUnavailable, InvalidContent
 
 
 class Surface(Protocol):
@@ -34,17 +35,16 @@ def text_after_tools(text: list[str], event: StreamEvent) -> list[str]:
     return text
 
 
-async def unauthorized(send: Send, *, invalid_token: bool) -> None:
-    """401 with a bearer challenge, for a protocol endpoint reached without a token of one of the hub's users."""
-    body = b'{"error":{"code":"unauthorized","message":"A bearer token of one of the hub\'s users is needed."}}'
-    challenge = b'Bearer realm="elicithub"' + (b', error="invalid_token"' if invalid_token else b"")
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"www-authenticate", challenge),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+class Bearer(Protocol):
+    """Who a bearer token belongs to (the hub's `Identity`)."""
+
+    def user_for(self, token: str) -> str | None:
+        """At once, with the identity provider's keys as last fetched: for SDK hooks that cannot await."""
+
+    async def authenticate(self, token: str) -> str | None:
+        """May fetch the provider's keys first; raises `IdentityUnavailable` if they cannot be had."""
+
+    def challenge(self, path: str = "", *, invalid_token: bool) -> str: ...
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -64,19 +64,37 @@ def sdk_endpoint(routes: Iterable[BaseRoute], path: str) -> ASGIApp:
 
 
 class BearerGate:
-    """A protocol server's endpoint that only the hub's users reach: anyone else gets 401 with a bearer challenge.
-    An object, not a function, so Starlette hands it the raw request for the SDK's own app to answer."""
+    """A protocol server's endpoint that only the hub's users reach: anyone else gets 401 with a bearer challenge
+    naming `path`'s resource metadata, or 503 when the identity provider is out of reach. An object, not a
+    function, so Starlette hands it the raw request for the SDK's own app to answer."""
 
-    def __init__(self, endpoint: ASGIApp, user_for: Callable[[str], str | None]) -> None:
+    def __init__(self, endpoint: ASGIApp, bearer: Bearer, path: str) -> None:
         self.endpoint = endpoint
-        self.user_for = user_for
+        self.bearer = bearer
+        self.path = path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if user_of(headers, self.user_for) is None:
-            await unauthorized(send, invalid_token="authorization" in headers)
+        token = bearer_token(headers.get("authorization"))
+        try:
+            # Awaited here, so the SDK's own hooks behind the gate find the provider's keys in place.
+            user = await self.bearer.authenticate(token) if token is not None else None
+        except IdentityUnavailable as exc:
+            await _json_error(send, 503, exc.code, str(exc), [])
             return
-        await self.endpoint(scope, receive, send)
+        if user is not None:
+            await self.endpoint(scope, receive, send)
+            return
+        challenge = self.bearer.challenge(self.path, invalid_token="authorization" in headers)
+        message = "A bearer token of one of the hub's users is needed."
+        await _json_error(send, 401, "unauthorized", message, [(b"www-authenticate", challenge.encode("latin-1"))])
+
+
+async def _json_error(send: Send, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    headers = [*headers, (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def field_errors(exc: InvalidContent) -> list[dict[str, str]]:

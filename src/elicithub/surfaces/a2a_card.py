@@ -1,4 +1,5 @@
-"""Who calls the hub's A2A server, and the agent card that tells clients how: bearer tokens of the hub's users."""
+"""Who calls the hub's A2A server, and the agent card that tells clients how: bearer tokens of the hub's users, or
+JWTs from its OpenID provider."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from a2a.types import (
     AgentInterface,
     AgentSkill,
     HTTPAuthSecurityScheme,
+    OpenIdConnectSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
 )
@@ -55,21 +57,31 @@ def caller_of(context: ServerCallContext | None) -> Caller:
     return Caller(user.user_id, supports_elicitation=True, surface="a2a")
 
 
-def agent_card(public_url: str, agents: dict[str, str]) -> AgentCard:
+def agent_card(public_url: str, agents: dict[str, str], issuer: str | None = None) -> AgentCard:
+    """`issuer`: the OpenID provider whose access tokens the hub takes, as a second way in."""
     base = public_url.rstrip("/")
-    bearer = SecurityScheme(
-        http_auth_security_scheme=HTTPAuthSecurityScheme(
-            scheme="bearer", description="A token of one of the hub's users (config users:)."
+    schemes = {
+        "bearer": SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="bearer", description="A token of one of the hub's users (config users:)."
+            )
         )
-    )
+    }
+    if issuer is not None:
+        schemes["oidc"] = SecurityScheme(
+            open_id_connect_security_scheme=OpenIdConnectSecurityScheme(
+                open_id_connect_url=issuer.rstrip("/") + "/.well-known/openid-configuration",
+                description="An access token (JWT) from the company's identity provider, sent as a bearer token.",
+            )
+        )
     return AgentCard(
         name="elicithub",
         description="The hub's assistant: it calls tools, and asks you when a tool needs your input or a sign-in.",
         version="1.0.0",
         supported_interfaces=[AgentInterface(url=f"{base}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")],
         capabilities=AgentCapabilities(streaming=True),
-        security_schemes={"bearer": bearer},
-        security_requirements=[SecurityRequirement(schemes={"bearer": StringList()})],
+        security_schemes=schemes,
+        security_requirements=[SecurityRequirement(schemes={name: StringList()}) for name in schemes],
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[

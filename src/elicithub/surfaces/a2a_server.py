@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_task, new_text_part
@@ -43,7 +43,7 @@ from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsonwire import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
+from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
@@ -65,19 +65,21 @@ class A2aSurface:
         self,
         conversations: Conversations,
         tasks: TaskStore,
-        user_for: Callable[[str], str | None],
+        bearer: Bearer,
         public_url: str,
         agents: dict[str, str],
+        issuer: str | None = None,
     ) -> None:
+        """`issuer`: the OpenID provider whose JWTs the hub takes, declared on the agent card."""
         self.conversations = conversations
         self.tasks = tasks
-        self.user_for = user_for
+        self.user_for = bearer.user_for
         self.agents = agents
-        self.card = agent_card(public_url, agents)
+        self.card = agent_card(public_url, agents, issuer)
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
-        rpc = create_jsonrpc_routes(self.handler, "/a2a", Identity(user_for), enable_v0_3_compat=True)
+        rpc = create_jsonrpc_routes(self.handler, "/a2a", Identity(bearer.user_for), enable_v0_3_compat=True)
         # a2a-sdk answers parse errors with HTTP 200; a body with a number JSON cannot carry gets the same.
-        gate = BearerGate(FiniteNumbers(sdk_endpoint(rpc, "/a2a"), status=200), user_for)
+        gate = BearerGate(FiniteNumbers(sdk_endpoint(rpc, "/a2a"), status=200), bearer, "")
         self._routes: list[BaseRoute] = [
             *create_agent_card_routes(self.card),
             Route("/a2a", gate, methods=["POST"], include_in_schema=False),

@@ -3,8 +3,8 @@
 A 2026-07-28 client gets each pause as an `InputRequiredResult` (the round's questions keyed by elicitation id, and
 a sealed, single-use `requestState`); its retry answers them and gets the result or the next round, on any
 instance. A 2025-11-25 client gets the questions as `elicitation/create` on its session, and the result on the
-same call. A client that cannot show questions gets the tool's error at once, like a chat without
-`x-supports-elicitation`.
+same call. A client that speaks MCP tasks (either shape) may get the call as a task instead (surfaces/mcp_tasks.py).
+A client that cannot show questions gets the tool's error at once, like a chat without `x-supports-elicitation`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,11 @@ from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
+from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
+from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
+from elicithub.surfaces.mcp_task_records import TaskRecords
+from elicithub.surfaces.mcp_tasks import McpTasks, TasksExtension
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
 MRTR = "2026-07-28"
@@ -43,7 +46,8 @@ class McpSurface:
         self,
         conversations: Conversations,
         tickets: Tickets,
-        user_for: Callable[[str], str | None],
+        task_records: TaskRecords,
+        bearer: Bearer,
         state_key: bytes,
         timeout_s: float,
         agents: dict[str, str],
@@ -52,16 +56,24 @@ class McpSurface:
         """`host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
         self.conversations = conversations
         self.tickets = tickets
-        self.user_for = user_for
+        self.user_for = bearer.user_for
         security = RequestStateSecurity(
             keys=[state_key], ttl=timeout_s, bind_principal=self._principal, audience="elicithub"
         )
-        self.server = MCPServer("elicithub", version=__version__, request_state_security=security, log_level="WARNING")
+        self.tasks = McpTasks(conversations, task_records, bearer.user_for, set(agents))
+        self.server = MCPServer(
+            "elicithub",
+            version=__version__,
+            request_state_security=security,
+            log_level="WARNING",
+            extensions=[TasksExtension(self.tasks)],
+            middleware=[self.tasks.core_tasks],
+        )
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
         app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
         # Bodies with numbers JSON cannot carry get the parse error the SDK gives any unparsable body (HTTP 400).
-        gate = BearerGate(FiniteNumbers(sdk_endpoint(app.routes, "/mcp"), status=400), user_for)
+        gate = BearerGate(FiniteNumbers(sdk_endpoint(app.routes, "/mcp"), status=400), bearer, "/mcp")
         self.routes: list[BaseRoute] = [Route("/mcp", gate, methods=["GET", "POST", "DELETE"], include_in_schema=False)]
 
     def lifespan(self) -> Any:
@@ -86,7 +98,7 @@ class McpSurface:
         user = user_of(ctx.headers, self.user_for)
         if user is None:
             raise MCPError(mt.INVALID_REQUEST, "No user: send a bearer token of one of the hub's users.")
-        modes = _modes(ctx.client_capabilities)
+        modes = modes_of(ctx.client_capabilities)
         caller = Caller(user, supports_elicitation=bool(modes), surface="mcp", modes=frozenset(modes))
         driver = PauseDriver(self.conversations, caller, lambda e: e.mode in modes)
         try:
@@ -115,14 +127,7 @@ class McpSurface:
             raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
         if isinstance(stopped, Paused):
             return await self._round(caller, conversation_id, stopped, arguments, round_)
-        # A tool failed while this client could not be asked anything: the agent's result is an error (the tool may
-        # have needed the questions the client never declared it could show).
-        failed = stopped.error or (not modes and stopped.tool_failed)
-        return mt.CallToolResult(
-            content=[mt.TextContent(type="text", text=stopped.text)],
-            structured_content={"conversationId": conversation_id},
-            is_error=failed,
-        )
+        return call_result(conversation_id, stopped, modes)
 
     # -- 2026-07-28: rounds returned, and retried
 
@@ -142,7 +147,7 @@ class McpSurface:
             ticket=await self.tickets.issue(max(expires_at - time.time(), 1)),
             expires_at=expires_at,
         )
-        requests: dict[str, mt.InputRequest] = {e.id: _request(e) for e in paused.questions}
+        requests: dict[str, mt.InputRequest] = {e.id: elicit_request(e) for e in paused.questions}
         return mt.InputRequiredResult(input_requests=requests, request_state=state.dump())
 
     async def _retry(
@@ -180,58 +185,14 @@ class McpSurface:
     # -- 2025-11-25: questions asked back on the session
 
     def _asking_back(self, ctx: Context, caller: Caller) -> Show:
-        async def ask_back(paused: Paused) -> bool:
+        async def ask_back_here(paused: Paused) -> bool:
             for elicitation in paused.questions:
-                await self._ask_back(ctx, caller, elicitation)
+                await ask_back(self.conversations, ctx.session, ctx.request_id, caller, elicitation)
             return True  # answered (or cancelled) here: the run goes on in this call
 
-        return ask_back
-
-    async def _ask_back(self, ctx: Context, caller: Caller, elicitation: Elicitation) -> None:
-        session, request_id = ctx.session, ctx.request_id
-        if elicitation.mode == "url":
-            assert elicitation.url is not None
-            result = await session.elicit_url(elicitation.message, elicitation.url, elicitation.id, request_id)
-            if result.action == "accept":
-                resolution = await self.conversations.wait(caller, elicitation.id)
-                if resolution.outcome == "accepted":
-                    await session.send_elicit_complete(elicitation.id, request_id)
-                return
-        else:
-            schema: Any = elicitation.requested_schema or {"type": "object", "properties": {}}
-            result = await session.elicit_form(elicitation.message, schema, request_id)
-        answer = Answer(result.action, result.content if result.action == "accept" else None)
-        try:
-            await self.conversations.answer(caller, elicitation.id, answer)
-        except InvalidContent:
-            # The client's form let through what the question does not take: the question is cancelled.
-            await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
-        except (AlreadyResolved, Expired):
-            pass
+        return ask_back_here
 
 
 async def _answered_in_retry(_: Paused) -> bool:
     """A 2026-07-28 client gets a round as the call's result, and answers it in its retry."""
     return False
-
-
-def _modes(capabilities: mt.ClientCapabilities | None) -> set[str]:
-    """The elicitation modes a client can show: an empty `elicitation` object means form (MCP 2025-11-25)."""
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None:
-        return set()
-    modes = {m for m, on in (("form", elicitation.form), ("url", elicitation.url)) if on is not None}
-    return modes or {"form"}
-
-
-def _request(elicitation: Elicitation) -> mt.ElicitRequest:
-    if elicitation.mode == "url":
-        assert elicitation.url is not None
-        params: mt.ElicitRequestParams = mt.ElicitRequestURLParams(
-            message=elicitation.message, url=elicitation.url, elicitation_id=elicitation.id
-        )
-    else:
-        params = mt.ElicitRequestFormParams(
-            message=elicitation.message, requested_schema=elicitation.requested_schema or {"type": "object"}
-        )
-    return mt.ElicitRequest(params=params)

@@ -13,11 +13,11 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
-    ToolCallStarted,
     request_event,
     resolved_event,
 )
 from elicithub.core.jsonwire import dumps
+from elicithub.core.runs import ToolCall
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 DONE = "[DONE]"
@@ -70,7 +70,7 @@ class UIMessageStreamWriter:
                 out.append(_part({"type": "text-start", "id": self._text_id}))
             out.append(_part({"type": "text-delta", "id": self._text_id, "delta": event.text}))
             return out
-        if isinstance(event, ToolCallStarted):
+        if isinstance(event, ToolCall):
             # Tools come from MCP servers the client does not know of: dynamic tools, in AI SDK terms.
             part = {
                 "type": "tool-input-available",
@@ -94,8 +94,8 @@ class UIMessageStreamWriter:
                 _part({"type": "data-elicitation-request", "id": data["elicitationId"], "data": data}),
             ]
         if isinstance(event, ElicitationResolved):
-            data = resolved_event(event.elicitation_id, event.outcome)
-            return [_part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": data})]
+            resolved = resolved_event(event.elicitation_id, event.outcome)
+            return [_part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": resolved})]
         if isinstance(event, RunFinished):
             return self.end()
         return []  # RunStarted, RunPaused: nothing to show

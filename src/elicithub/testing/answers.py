@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import mcp_types as mt
 
 from elicithub.core.elicitation import Answer, Invalid, Resolve, decide, new_elicitation, utcnow
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.testing.errors import TestRunnerError
 from elicithub.testing.suite import Fixture
@@ -28,7 +28,7 @@ class Asked:
     mode: str
     message: str
     round: int
-    schema: dict[str, Any] | None = None
+    schema: JsonObject | None = None
     url: str | None = None
 
     def describe(self) -> str:

@@ -14,15 +14,27 @@ import copy
 import difflib
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import yaml
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.testing.errors import TestRunnerError
 
 FORMAT = "elicithub-cassette/1"
 Side = Literal["client", "server"]
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?")
+
+
+class RawMessage(TypedDict, total=False):
+    """A JSON-RPC message in its JSON form (the SDK's model dumped by alias), as a cassette keeps it."""
+
+    jsonrpc: str
+    id: str | int
+    method: str
+    params: JsonObject
+    result: JsonObject
+    error: JsonObject
 
 
 class CassetteError(TestRunnerError):
@@ -33,10 +45,10 @@ class Normalizer:
     """Rewrites one session's messages into their stable form; `adopt` registers already-stable recorded ones."""
 
     def __init__(self) -> None:
-        self.ids: dict[Side, dict[Any, int]] = {"client": {}, "server": {}}
+        self.ids: dict[Side, dict[str | int, str | int]] = {"client": {}, "server": {}}
         self.states: dict[str, str] = {}
 
-    def normalize(self, side: Side, message: dict[str, Any]) -> dict[str, Any]:
+    def normalize(self, side: Side, message: RawMessage) -> RawMessage:
         out = copy.deepcopy(message)
         other: Side = "server" if side == "client" else "client"
         if "id" in out and "method" in out:
@@ -50,10 +62,10 @@ class Normalizer:
         params = out.get("params")
         if isinstance(params, dict) and isinstance(params.get("requestState"), str):
             params["requestState"] = self.states.get(params["requestState"], params["requestState"])
-        stable: dict[str, Any] = _volatile_meta(out)
+        stable: RawMessage = _volatile_meta(out)
         return stable
 
-    def adopt(self, message: dict[str, Any]) -> None:
+    def adopt(self, message: RawMessage) -> None:
         """A recorded server message is sent as is on replay: its ids and states then stand for themselves."""
         if "id" in message and "method" in message:
             self.ids["server"][message["id"]] = message["id"]
@@ -61,14 +73,14 @@ class Normalizer:
         if isinstance(result, dict) and isinstance(result.get("requestState"), str):
             self.states[result["requestState"]] = result["requestState"]
 
-    def client_id(self, stable: Any) -> Any:
+    def client_id(self, stable: str | int) -> str | int:
         """The id the client really used for the request recorded as `stable`."""
         return next((real for real, n in self.ids["client"].items() if n == stable), stable)
 
 
 def _volatile_meta(node: Any, inside_meta: bool = False) -> Any:
     if isinstance(node, dict):
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for key, value in node.items():
             meta = inside_meta or key == "_meta"
             if meta and "session" in key.lower() and isinstance(value, str):
@@ -95,13 +107,13 @@ def cassette_path(directory: Path, suite: Path, test: str) -> Path:
     return directory / stem / f"{slug}.yaml"
 
 
-def write_cassette(path: Path, suite: Path, test: str, messages: list[tuple[Side, dict[str, Any]]]) -> None:
+def write_cassette(path: Path, suite: Path, test: str, messages: list[tuple[Side, RawMessage]]) -> None:
     data = {"format": FORMAT, "suite": suite.name, "test": test, "messages": [{s: m} for s, m in messages]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump(data), encoding="utf-8")
 
 
-def read_cassette(path: Path) -> list[tuple[Side, dict[str, Any]]]:
+def read_cassette(path: Path) -> list[tuple[Side, RawMessage]]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -110,14 +122,14 @@ def read_cassette(path: Path) -> list[tuple[Side, dict[str, Any]]]:
         raise CassetteError(f"cannot read the cassette {path}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("messages"), list):
         raise CassetteError(f"{path} is not an {FORMAT} cassette")
-    messages: list[tuple[Side, dict[str, Any]]] = []
+    messages: list[tuple[Side, RawMessage]] = []
     for item in data["messages"]:
         [(side, message)] = item.items()
         messages.append((side, message))
     return messages
 
 
-def diff(recorded: dict[str, Any] | None, sent: dict[str, Any], position: int) -> str:
+def diff(recorded: RawMessage | None, sent: RawMessage, position: int) -> str:
     """A unified diff of what the recording expects the client to send next against what it sent."""
     before = dump(recorded).splitlines() if recorded is not None else []
     after = dump(sent).splitlines()

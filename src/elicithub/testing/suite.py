@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.testing.errors import TestRunnerError
 
 DEFAULT_MAX_ROUNDS = 5
@@ -46,13 +47,13 @@ class Fixture(_Strict):
     """One answer: `action`, and for an accepted form its `content` (checked against the question's schema)."""
 
     action: Literal["accept", "decline", "cancel"] = "accept"
-    content: dict[str, Any] | None = None
+    content: JsonObject | None = None
     match: Match | None = None
 
 
 class Call(_Strict):
     tool: str = Field(min_length=1)
-    arguments: dict[str, Any] = {}
+    arguments: JsonObject = {}
 
 
 class AskedQuestion(_Strict):

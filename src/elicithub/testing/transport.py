@@ -6,7 +6,6 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -15,11 +14,11 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCMessage
 from mcp_types.jsonrpc import jsonrpc_message_adapter
 
-from elicithub.testing.cassette import Normalizer, Side, diff
+from elicithub.testing.cassette import Normalizer, RawMessage, Side, diff
 
 
-def _raw(message: JSONRPCMessage) -> dict[str, Any]:
-    data: dict[str, Any] = jsonrpc_message_adapter.dump_python(message, by_alias=True, mode="json", exclude_none=True)
+def _raw(message: JSONRPCMessage) -> RawMessage:
+    data: RawMessage = jsonrpc_message_adapter.dump_python(message, by_alias=True, mode="json", exclude_none=True)
     return data
 
 
@@ -61,7 +60,7 @@ class Recording(_Streams):
         super().__init__()
         self.inner = inner
         self.normalizer = Normalizer()
-        self.messages: list[tuple[Side, dict[str, Any]]] = []
+        self.messages: list[tuple[Side, RawMessage]] = []
 
     def _keep(self, side: Side, message: JSONRPCMessage) -> None:
         self.messages.append((side, self.normalizer.normalize(side, _raw(message))))
@@ -99,20 +98,18 @@ class Replay(_Streams):
     message (in stable form); the server messages recorded after it are then sent back. The first difference ends
     the session and is kept in `mismatch` as a unified diff."""
 
-    def __init__(self, script: list[tuple[Side, dict[str, Any]]]) -> None:
+    def __init__(self, script: list[tuple[Side, RawMessage]]) -> None:
         super().__init__()
         self.script = script
         self.position = 0
         self.normalizer = Normalizer()
         self.mismatch: str | None = None
 
-    def leftover(self) -> list[dict[str, Any]]:
+    def leftover(self) -> list[RawMessage]:
         """What the recording still expected the client to send."""
         return [m for side, m in self.script[self.position :] if side == "client"]
 
-    async def _answer(
-        self, sent: dict[str, Any], to_client: MemoryObjectSendStream[SessionMessage | Exception]
-    ) -> bool:
+    async def _answer(self, sent: RawMessage, to_client: MemoryObjectSendStream[SessionMessage | Exception]) -> bool:
         stable = self.normalizer.normalize("client", sent)
         expected = self.script[self.position] if self.position < len(self.script) else None
         if expected is None or expected[0] != "client" or expected[1] != stable:
@@ -121,7 +118,7 @@ class Replay(_Streams):
             return False
         self.position += 1
         while self.position < len(self.script) and self.script[self.position][0] == "server":
-            message = dict(self.script[self.position][1])
+            message = self.script[self.position][1].copy()
             self.position += 1
             self.normalizer.adopt(message)
             if "id" in message and "method" not in message:

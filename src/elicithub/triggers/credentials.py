@@ -16,7 +16,7 @@ from elicithub.auth.oauth import OAuthClient, OAuthProblem
 from elicithub.auth.vault import Credential, Vault
 from elicithub.config import ServiceConfig
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import new_elicitation
+from elicithub.core.elicitation import QuestionContext, new_elicitation
 from elicithub.errors import HubError
 from elicithub.runtime.tools import CallContext
 
@@ -118,7 +118,7 @@ class CredentialGate:
     async def _connect(
         self, server: ServiceConfig, tool: str, context: CallContext, user_id: str, *, scope: str | None = None
     ) -> Credential:
-        about: dict[str, object] = {"trigger": "credential_required", "serverId": server.id, "toolName": tool}
+        about: QuestionContext = {"trigger": "credential_required", "serverId": server.id, "toolName": tool}
         message = f"{server.display_name} requires authentication. Connect your account to continue."
         if scope is not None:
             about["scope"] = scope

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from elicithub.config import AgentConfig
 from elicithub.core.elicitation import new_id
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.ports import RunStore
 from elicithub.core.runs import CHILD_RUN, RunRecord
 from elicithub.runtime.loop import last_words
@@ -46,7 +46,7 @@ class DelegateTrigger:
         description = self.agent.description or f"Ask the {self.agent.id} agent to do something; it may ask you."
         return [ToolSpec(TOOL, description, SCHEMA)]
 
-    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+    async def call(self, tool: str, arguments: JsonObject, context: CallContext) -> ToolOutcome:
         message = arguments.get("message")
         if tool != TOOL or not isinstance(message, str) or not message.strip():
             return ToolOutcome(f'{self.agent.id}.{TOOL} takes {{"message": string}}.', is_error=True)

@@ -73,7 +73,10 @@ class Prompt {
     const agents = Array.isArray(context.agentPath) ? context.agentPath.filter((a) => typeof a === "string") : [];
     const via = agents.length > 1 ? [agents.join(" → ")] : [];
     const tool = [context.agentId, context.serverId, context.toolName].filter((s) => typeof s === "string");
-    const source = [...via, ...tool].join(" · ");
+    // An MCP tool's question names its task when the call runs as one (an A2A agent's always comes from a task).
+    const asTask = context.trigger === "mcp_elicitation" && typeof context.taskId === "string";
+    const task = asTask ? [`task ${context.taskId}`] : [];
+    const source = [...via, ...tool, ...task].join(" · ");
     this.element = h(
       "section",
       { class: `prompt prompt-${kind}`, "aria-labelledby": messageId, "data-elicitation-id": this.id },

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Any
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.store.notices import Notifier
 
 MAX_KEYS = 10_000
@@ -15,11 +15,11 @@ class MemoryEvents:
     """A ring of the newest events per conversation; readers wait on a notifier instead of polling."""
 
     def __init__(self, max_len: int = 1000) -> None:
-        self._logs: OrderedDict[str, tuple[int, deque[tuple[int, dict[str, Any]]]]] = OrderedDict()
+        self._logs: OrderedDict[str, tuple[int, deque[tuple[int, JsonObject]]]] = OrderedDict()
         self._max_len = max_len
         self._appended = Notifier()
 
-    async def append(self, key: str, event: dict[str, Any]) -> int:
+    async def append(self, key: str, event: JsonObject) -> int:
         last, ring = self._logs.pop(key, (0, deque(maxlen=self._max_len)))
         ring.append((last + 1, event))
         self._logs[key] = (last + 1, ring)
@@ -28,11 +28,11 @@ class MemoryEvents:
         self._appended.notify(key)
         return last + 1
 
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         _, ring = self._logs.get(key, (0, ()))
         return [item for item in ring if item[0] > after][:limit]
 
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:

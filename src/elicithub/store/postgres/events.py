@@ -4,8 +4,8 @@ a reader on any hub wakes and reads what was saved."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.listener import APPENDED
@@ -41,7 +41,7 @@ class PostgresEvents:
         db.on_notice(APPENDED, self._appended.notify)
         db.on_restart(self._appended.notify_all)
 
-    async def append(self, key: str, event: dict[str, Any]) -> int:
+    async def append(self, key: str, event: JsonObject) -> int:
         pool = await self._db.pool()
         seq = int(await pool.fetchval(APPEND, key, json.dumps(event, separators=(",", ":"))))
         if seq > self._max_len and seq % TRIM_EVERY == 0:
@@ -49,11 +49,11 @@ class PostgresEvents:
         self._appended.notify(key)
         return seq
 
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         pool = await self._db.pool()
         return [(int(seq), json.loads(data)) for seq, data in await pool.fetch(READ, key, after, limit)]
 
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         await self._db.pool()
         await self._db.listener.start()
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)

@@ -16,6 +16,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.store.redis.appends import PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
 
@@ -46,9 +47,9 @@ class _Tail:
     base: int
     top: int
     known: int
-    events: deque[tuple[int, dict[str, Any]]] = field(default_factory=deque)
+    events: deque[tuple[int, JsonObject]] = field(default_factory=deque)
 
-    def add(self, seq: int, event: dict[str, Any], kept: int) -> None:
+    def add(self, seq: int, event: JsonObject, kept: int) -> None:
         self.known = max(self.known, seq)
         if seq <= self.top:
             return
@@ -93,7 +94,7 @@ class RedisEvents:
             self._tails.popitem(last=False)
         return tail
 
-    def _remember(self, key: str, found: list[tuple[int, dict[str, Any]]]) -> None:
+    def _remember(self, key: str, found: list[tuple[int, JsonObject]]) -> None:
         tail = self._tail(key) or self._new_tail(key, found[0][0] - 1)
         for seq, event in found:
             tail.add(seq, event, self._kept)
@@ -107,7 +108,7 @@ class RedisEvents:
     def _lapsed(self, key: str) -> None:
         self._tails.pop(key, None)
 
-    async def append(self, key: str, event: dict[str, Any]) -> int:
+    async def append(self, key: str, event: JsonObject) -> int:
         data = json.dumps(event, separators=(",", ":"))
         args: list[str | int] = [
             data,
@@ -122,7 +123,7 @@ class RedisEvents:
         self._notices.appended.notify(key)
         return seq
 
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         tail = self._tail(key)
         if tail is not None and tail.base <= after and tail.top >= tail.known:
             return [item for item in tail.events if item[0] > after][:limit]
@@ -132,7 +133,7 @@ class RedisEvents:
             self._remember(key, found)  # what this hub missed, joined on to what it had
         return found
 
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         await self._notices.watch(key, timeout_s)
         return await self._notices.appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
@@ -144,5 +145,5 @@ class RedisEvents:
         await self._notices.close()
 
 
-def _decoded(entries: Any) -> list[tuple[int, dict[str, Any]]]:
+def _decoded(entries: Any) -> list[tuple[int, JsonObject]]:
     return [(int(str(entry_id).split("-", 1)[0]), json.loads(fields["e"])) for entry_id, fields in entries]

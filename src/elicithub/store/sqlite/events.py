@@ -12,6 +12,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.sqlite.db import SqliteDb
 
@@ -25,7 +26,7 @@ class _Tail:
 
     last: int
     base: int
-    events: deque[tuple[int, dict[str, Any]]] = field(default_factory=deque)
+    events: deque[tuple[int, JsonObject]] = field(default_factory=deque)
 
 
 class SqliteEvents:
@@ -37,7 +38,7 @@ class SqliteEvents:
         self._appended = Notifier()
         self._tails: OrderedDict[str, _Tail] = OrderedDict()
 
-    async def append(self, key: str, event: dict[str, Any]) -> int:
+    async def append(self, key: str, event: JsonObject) -> int:
         data = json.dumps(event, separators=(",", ":"))
         tail = await self._tail(key)
         tail.last += 1  # taken before the write, so appends in one batch number themselves in order
@@ -56,7 +57,7 @@ class SqliteEvents:
         self._appended.notify(key)
         return seq
 
-    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         tail = self._tails.get(key)
         if tail is not None and after >= tail.base:
             return [item for item in tail.events if item[0] > after][:limit]
@@ -68,7 +69,7 @@ class SqliteEvents:
 
         return [(int(seq), json.loads(data)) for seq, data in await self._run(read)]
 
-    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:

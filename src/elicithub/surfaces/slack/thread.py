@@ -13,9 +13,8 @@ from elicithub.core.events import (
     RunFinished,
     RunPaused,
     TextDelta,
-    ToolCallStarted,
 )
-from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.core.runs import RunRecord, ToolCall, conversation_key
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.slack.questions import Questions
 from elicithub.surfaces.slack.records import SlackRecords, Thread
@@ -106,7 +105,7 @@ class ThreadWriter:
                         reply, replies = Reply(self.client, self.records, thread, run.run_id, replies), replies + 1
                     await reply.add(event.text)
                     continue
-                if reply is not None and isinstance(event, ToolCallStarted):
+                if reply is not None and isinstance(event, ToolCall):
                     await reply.flush()
                 if reply is not None and isinstance(event, ElicitationRequested | RunPaused | RunFinished):
                     await reply.flush()

@@ -20,6 +20,7 @@ from a2a.utils.constants import TransportProtocol
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.errors import HubError, QuestionRefused
 from elicithub.runtime.asker import Asker
@@ -32,7 +33,7 @@ from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 log = logging.getLogger(__name__)
 
 TOOL = "send_message"
-INPUT_SCHEMA: dict[str, Any] = {
+INPUT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"message": {"type": "string", "description": "What to tell or ask the agent."}},
     "required": ["message"],
@@ -112,7 +113,7 @@ class A2aAgentTrigger:
                 header = await self.shared.gate.authorization(self.agent, TOOL, context or _NOBODY)
         return [ToolSpec(TOOL, _describe(await self.card(header)), INPUT_SCHEMA)]
 
-    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+    async def call(self, tool: str, arguments: JsonObject, context: CallContext) -> ToolOutcome:
         name = f"{self.agent.id}.{tool}"
         if tool != TOOL:
             return ToolOutcome(f"There is no tool {name}.", is_error=True)

@@ -11,7 +11,7 @@ import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import partial
 from urllib.parse import urlsplit
 
 from a2a.helpers import get_data_parts, get_message_text, get_url_parts, new_data_part, new_text_part
@@ -19,8 +19,9 @@ from a2a.types import Message, Part, Role, Task, TaskState
 
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
-from elicithub.core.elicitation import Elicitation, new_elicitation, utcnow
-from elicithub.core.jsonwire import whole_numbers
+from elicithub.core.elicitation import Action, Elicitation, Outcome, new_elicitation, utcnow
+from elicithub.core.events import AnswerEvent
+from elicithub.core.jsonwire import JsonObject, whole_numbers
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext, cannot_ask
@@ -45,7 +46,7 @@ def status_text(task: Task) -> str:
     return get_message_text(task.status.message).strip() if task.status.HasField("message") else ""
 
 
-def _remote_events(task: Task) -> list[dict[str, Any]]:
+def _remote_events(task: Task) -> list[JsonObject]:
     parts = task.status.message.parts if task.status.HasField("message") else []
     found = [d["elicitation"] for d in get_data_parts(parts) if isinstance(d, dict) and "elicitation" in d]
     return [e for e in found if isinstance(e, dict) and isinstance(e.get("elicitationId"), str)]
@@ -74,33 +75,35 @@ def build_round(task: Task, agent: A2aAgentConfig, context: CallContext, timeout
     if not context.can_show(mode) or context.user_id is None:
         needs = f"The A2A agent {agent.id} needs input from the user ({status_text(task)!r})"
         raise QuestionRefused(cannot_ask(context, needs, mode))
-    common: dict[str, Any] = {
-        "conversation_id": context.conversation_id,
-        "user_id": context.user_id,
-        "run_id": context.run_id,
-        "timeout_s": timeout_s,
-        "context": {"trigger": "a2a_input_required", "agentId": agent.id, "taskId": task.id},
-    }
+    question = partial(
+        new_elicitation,
+        conversation_id=context.conversation_id,
+        user_id=context.user_id,
+        run_id=context.run_id,
+        timeout_s=timeout_s,
+        context={"trigger": "a2a_input_required", "agentId": agent.id, "taskId": task.id},
+    )
     events = _remote_events(task)
     if events:
-        return Round([e["elicitationId"] for e in events], [_from_event(e, agent, common) for e in events], True)
+        asked = [_from_event(e, agent, question, timeout_s) for e in events]
+        return Round([e["elicitationId"] for e in events], asked, True)
     text = status_text(task)
     if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED:
         url = _link(task)
         if url is None:
             raise QuestionRefused(f"The A2A agent {agent.id} asked for authentication without a link to sign in with.")
         message = text or f"{agent.display_name} requires authentication. Sign in to continue."
-        return Round([PLAIN], [new_elicitation(mode="url", url=url, message=message, **common)], False)
+        return Round([PLAIN], [question(mode="url", url=url, message=message)], False)
     message = text or f"{agent.display_name} needs more input."
     schema = {
         "type": "object",
         "properties": {"answer": {"type": "string", "title": message}},
         "required": ["answer"],
     }
-    return Round([PLAIN], [new_elicitation(mode="form", requested_schema=schema, message=message, **common)], False)
+    return Round([PLAIN], [question(mode="form", requested_schema=schema, message=message)], False)
 
 
-def _deadline(event: dict[str, Any], timeout_s: float) -> float:
+def _deadline(event: JsonObject, timeout_s: float) -> float:
     """Our deadline, or the other hop's when it comes first: an answer after it would find its question gone."""
     expires = event.get("expiresAt")
     try:
@@ -110,23 +113,25 @@ def _deadline(event: dict[str, Any], timeout_s: float) -> float:
     return max(1.0, min(timeout_s, remaining))
 
 
-def _from_event(event: dict[str, Any], agent: A2aAgentConfig, common: dict[str, Any]) -> Elicitation:
-    common = {**common, "timeout_s": _deadline(event, common["timeout_s"])}
+def _from_event(
+    event: JsonObject, agent: A2aAgentConfig, question: partial[Elicitation], timeout_s: float
+) -> Elicitation:
+    question = partial(question, timeout_s=_deadline(event, timeout_s))
     message = str(event.get("message") or f"{agent.display_name} needs more input.")
     if event.get("mode") == "url":
         url = event.get("url")
         if not isinstance(url, str) or not _is_http(url):
             raise QuestionRefused(f"The A2A agent {agent.id} asked the user to open a link that is not http(s).")
-        return new_elicitation(mode="url", url=url, message=message, **common)
+        return question(mode="url", url=url, message=message)
     schema = whole_numbers(event.get("requestedSchema"))
     try:
         validate_requested_schema(schema)
     except SchemaError as exc:
         raise QuestionRefused(f"The A2A agent {agent.id} asked an invalid question: {exc}") from None
-    return new_elicitation(mode="form", requested_schema=schema, message=message, **common)
+    return question(mode="form", requested_schema=schema, message=message)
 
 
-_ACTIONS = {"accepted": "accept", "declined": "decline"}
+_ACTIONS: dict[Outcome, Action] = {"accepted": "accept", "declined": "decline"}
 
 SIGNED_IN = "authCompleted"
 """The data part `{"authCompleted": {"url": <the link>}}` that tells an agent still waiting in auth-required that
@@ -153,7 +158,7 @@ def answer_message(task: Task, round_: Round, resolutions: dict[str, Resolution 
             elif resolution.content is not None:
                 parts.append(new_text_part(str(resolution.content.get(PLAIN, ""))))
             continue
-        response: dict[str, Any] = {"elicitationId": key, "action": _ACTIONS[resolution.outcome]}
+        response: AnswerEvent = {"elicitationId": key, "action": _ACTIONS[resolution.outcome]}
         if resolution.outcome == "accepted" and resolution.content is not None:
             response["content"] = resolution.content
         parts.append(new_data_part({"elicitationResponse": response}))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from functools import partial
 from urllib.parse import urlsplit
 
 import mcp_types as mt
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.elicitation import Elicitation, new_elicitation
+from elicithub.core.elicitation import Action, Elicitation, Outcome, QuestionContext, new_elicitation
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused
@@ -32,7 +33,7 @@ class Question:
         """Whether the call has asked anything yet (so the server saw it: it must not be sent again)."""
         self.task_id: str | None = None
         """The downstream task the call became, named in its questions' context."""
-        self.task_state: dict[str, Any] | None = None
+        self.task_state: JsonObject | None = None
         """What a 2025-11-25 task's question records on the pause (in place of a rerun)."""
         self.cancel_task: Callable[[], Awaitable[object]] | None = None
         """Cancels the 2025-11-25 task when the person cancels its question (or it expires)."""
@@ -50,29 +51,31 @@ class Question:
         if not self.context.can_show(mode) or self.context.user_id is None:
             needs = f"Tool {name} needs input from the user ({params.message!r})"
             raise QuestionRefused(cannot_ask(self.context, needs, mode))
-        common: dict[str, Any] = {
-            "conversation_id": self.context.conversation_id,
-            "user_id": self.context.user_id,
-            "run_id": self.context.run_id,
-            "message": params.message,
-            "timeout_s": self.timeout_s,
-            "context": {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool},
-        }
+        context: QuestionContext = {"trigger": "mcp_elicitation", "serverId": self.server_id, "toolName": self.tool}
         if self.task_id is not None:
-            common["context"]["taskId"] = self.task_id
+            context["taskId"] = self.task_id
+        question = partial(
+            new_elicitation,
+            conversation_id=self.context.conversation_id,
+            user_id=self.context.user_id,
+            run_id=self.context.run_id,
+            message=params.message,
+            timeout_s=self.timeout_s,
+            context=context,
+        )
         if isinstance(params, mt.ElicitRequestURLParams):
             parts = urlsplit(params.url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise QuestionRefused(
                     f"Tool {name} asked the user to open a link that is not http(s); it was not shown."
                 )
-            return new_elicitation(mode="url", url=params.url, **common)
-        schema: dict[str, Any] = dict(params.requested_schema)
+            return question(mode="url", url=params.url)
+        schema: JsonObject = dict(params.requested_schema)
         try:
             validate_requested_schema(schema)
         except SchemaError as exc:
             raise QuestionRefused(f"Tool {name} asked an invalid question: {exc}") from None
-        return new_elicitation(mode="form", requested_schema=schema, **common)
+        return question(mode="form", requested_schema=schema)
 
     def result(self, elicitation: Elicitation, resolution: Resolution) -> mt.ElicitResult:
         if resolution.outcome == "expired":
@@ -81,9 +84,9 @@ class Question:
                 f"the call to {self.server_id}.{self.tool} was not completed."
             )
             return mt.ElicitResult(action="cancel")
-        action = {"accepted": "accept", "declined": "decline", "cancelled": "cancel"}[resolution.outcome]
+        action = _ACTIONS[resolution.outcome]
         content = resolution.content if action == "accept" and elicitation.mode == "form" else None
-        return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+        return mt.ElicitResult(action=action, content=content)
 
     async def ask(self, params: mt.ElicitRequestParams) -> mt.ElicitResult:
         """A 2025-11-25 question: its open request cannot outlive us, so after a restart the call runs again (or,
@@ -109,9 +112,7 @@ class Question:
         }
         return await self.ask_round(requests, state)
 
-    async def ask_round(
-        self, requests: dict[str, mt.ElicitRequest], state: dict[str, Any]
-    ) -> dict[str, mt.ElicitResult]:
+    async def ask_round(self, requests: dict[str, mt.ElicitRequest], state: JsonObject) -> dict[str, mt.ElicitResult]:
         """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart)."""
         self.asked = True
         keys = list(requests)
@@ -120,7 +121,7 @@ class Question:
         self.round_ids = {k: r.elicitation_id for k, r in zip(keys, resolutions, strict=True)}
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
 
-    async def note(self, state: dict[str, Any], elicitation_ids: dict[str, str] | None = None) -> None:
+    async def note(self, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
         """Records where the call is on the run's pause without asking (a call that cannot ask has no run to
         resume: nothing to record)."""
         if self.context.asker is not None:
@@ -140,3 +141,7 @@ class Question:
             else:
                 answers[key] = self.result(elicitation, resolution)
         return answers
+
+
+_ACTIONS: dict[Outcome, Action] = {"accepted": "accept", "declined": "decline", "cancelled": "cancel"}
+"""The answer a server hears for a question that ended without expiring."""

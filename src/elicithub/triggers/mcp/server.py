@@ -21,18 +21,20 @@ from mcp.shared.exceptions import MCPError
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import Message, Pause
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.task_wire import TaskHandle
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
-from elicithub.triggers.mcp.task_wire import TaskHandle, TasksExtension
+from elicithub.triggers.mcp.task_wire import TasksExtension
 from elicithub.triggers.mcp.tasks import Sleep, TaskFollower, TaskProgress, is_task_pause, start_core_task
 
 log = logging.getLogger(__name__)
@@ -127,7 +129,7 @@ class McpServerTrigger:
 
     # -- calling
 
-    async def call(self, tool: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+    async def call(self, tool: str, arguments: JsonObject, context: CallContext) -> ToolOutcome:
         server = self.server
         if self.gate is None or server.credential_scope == "none":
             return await self._call(tool, arguments, context, CallAuth(None))
@@ -160,7 +162,7 @@ class McpServerTrigger:
             reconnect, step_up = True, None
         return ToolOutcome(f"{server.display_name} rejected the credential for {server.id}.{tool}.", is_error=True)
 
-    async def _call(self, tool: str, arguments: dict[str, Any], context: CallContext, auth: CallAuth) -> ToolOutcome:
+    async def _call(self, tool: str, arguments: JsonObject, context: CallContext, auth: CallAuth) -> ToolOutcome:
         server_id = self.server.id
         question = Question(self.broker, context, server_id, tool, self.timeout_s)
         resume = context.asker.resume_from() if context.asker is not None else None
@@ -190,7 +192,7 @@ class McpServerTrigger:
         return ToolOutcome(_text(result), is_error=bool(result.is_error))
 
     async def _attempt(
-        self, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None, auth: CallAuth
+        self, tool: str, arguments: JsonObject, question: Question, resume: Pause | None, auth: CallAuth
     ) -> mt.CallToolResult:
         """The call on a kept session; once more on a new one when the server had forgotten the session (its 404
         means it never saw the call)."""
@@ -204,7 +206,7 @@ class McpServerTrigger:
         return await self._on_session(tool, arguments, question, resume, auth)
 
     async def _on_session(
-        self, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None, auth: CallAuth
+        self, tool: str, arguments: JsonObject, question: Question, resume: Pause | None, auth: CallAuth
     ) -> mt.CallToolResult:
         try:
             async with self._session(auth) as client:
@@ -220,7 +222,7 @@ class McpServerTrigger:
             self._sessions.discard(auth)
 
     async def _rounds(
-        self, client: Client, tool: str, arguments: dict[str, Any], question: Question, resume: Pause | None
+        self, client: Client, tool: str, arguments: JsonObject, question: Question, resume: Pause | None
     ) -> mt.CallToolResult:
         """The call, its 2026-07-28 rounds asked of the person, and the task it may become followed to its end; with
         an `mrtr` resume point (after a restart) it goes on from the round it waited in, answered with what was given
@@ -295,7 +297,7 @@ class McpServerTrigger:
         return execution is not None and execution.task_support in ("optional", "required")
 
     async def _fulfil(
-        self, round_: mt.InputRequiredResult, question: Question, state: dict[str, Any], answered: Pause | None
+        self, round_: mt.InputRequiredResult, question: Question, state: JsonObject, answered: Pause | None
     ) -> mt.InputResponses:
         """One round's requests answered: roots and sampling by the hub, elicitations by the person (`state`
         recorded on the run's pause), or, for a round asked before a restart, with what they answered since."""

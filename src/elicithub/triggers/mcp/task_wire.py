@@ -1,6 +1,6 @@
-"""MCP tasks on the wire, as the hub's client sends and reads them: the 2026-07-28 extension
-`io.modelcontextprotocol/tasks` (with the earlier draft some servers still speak) and the 2025-11-25 core tasks.
-The SDK has the 2025-11-25 types only; the 2026 shapes are modelled here on its base types."""
+"""MCP tasks on the wire, as the hub's client sends them: the requests of both shapes (with the earlier draft some
+servers still speak) over the shapes both sides share (elicithub.task_wire), and the extension declared on every
+request."""
 
 from __future__ import annotations
 
@@ -10,52 +10,9 @@ from typing import Any, Literal
 import mcp_types as mt
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-UNKNOWN_TASK = mt.INVALID_PARAMS
-"""What a server answers `tasks/get` for a task it does not know (or no longer keeps)."""
-
-Status = Literal["working", "input_required", "completed", "cancelled", "failed"]
-TERMINAL = frozenset({"completed", "cancelled", "failed"})
-
-
-class TaskHandle(mt.Result):
-    """A 2026-07-28 `tools/call` answered with a task (`resultType: "task"`)."""
-
-    result_type: Literal["task"] = "task"
-    task_id: str
-    status: Status = "working"
-    status_message: str | None = None
-    poll_interval_ms: int | None = None
-
-
-class TaskSnapshot(BaseModel):
-    """A task as `tasks/get` shows it, in either shape (2025-11-25 names its interval `pollInterval`)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    task_id: str
-    status: Status
-    status_message: str | None = None
-    poll_interval_ms: int | None = None
-    poll_interval: int | None = None
-    input_requests: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-
-    @property
-    def interval_ms(self) -> int | None:
-        return self.poll_interval_ms if self.poll_interval_ms is not None else self.poll_interval
-
-
-class TaskParams(mt.RequestParams):
-    task_id: str
-
-
-class UpdateParams(TaskParams):
-    input_responses: mt.InputResponses
+from elicithub.core.jsonwire import JsonObject
+from elicithub.task_wire import TASKS_EXTENSION, TaskHandle, TaskParams, UpdateParams
 
 
 class InputResponseParams(UpdateParams):
@@ -98,7 +55,7 @@ class Anything(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         return dict(self.model_extra or {})
 
 

@@ -16,22 +16,19 @@ import mcp_types as mt
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.errors import QuestionRefused
+from elicithub.task_wire import UNKNOWN_TASK, TaskHandle, TaskParams, TaskSnapshot, UpdateParams
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.rounds import RoundsExceeded
 from elicithub.triggers.mcp.task_wire import (
-    UNKNOWN_TASK,
     Anything,
     CancelTask,
     GetTask,
     InputResponse,
     InputResponseParams,
-    TaskHandle,
-    TaskParams,
     TaskResult,
-    TaskSnapshot,
-    UpdateParams,
     UpdateTask,
 )
 
@@ -51,7 +48,7 @@ TASK_TTL_MS = 24 * 3600 * 1000
 """What a 2025-11-25 task is asked to be kept for (the server may keep it for less)."""
 
 Sleep = Callable[[float], Awaitable[None]]
-Fulfil = Callable[[mt.InputRequiredResult, dict[str, Any]], Awaitable[mt.InputResponses]]
+Fulfil = Callable[[mt.InputRequiredResult, JsonObject], Awaitable[mt.InputResponses]]
 """Answers one round (its elicitations asked of the person), recording `state` on the run's pause."""
 
 
@@ -66,7 +63,7 @@ class TaskProgress:
     interval_ms: int | None = None
     old_update: bool = False  # a draft server that does not know tasks/update
 
-    def state(self, request_state: str | None = None) -> dict[str, Any]:
+    def state(self, request_state: str | None = None) -> JsonObject:
         return {
             "kind": "task",
             "task_id": self.task_id,
@@ -101,10 +98,10 @@ def error_result(text: str) -> mt.CallToolResult:
     return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=True)
 
 
-async def start_core_task(session: ClientSession, tool: str, arguments: dict[str, Any]) -> TaskHandle:
+async def start_core_task(session: ClientSession, tool: str, arguments: JsonObject) -> TaskHandle:
     """A 2025-11-25 `tools/call` with `task`, answered by `CreateTaskResult`. Sent below the SDK's typed path: it
     checks every 2025-11-25 `tools/call` result as a `CallToolResult`, which a `CreateTaskResult` is not."""
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "method": "tools/call",
         "params": {"name": tool, "arguments": arguments, "task": {"ttl": TASK_TTL_MS}},
     }

@@ -1,0 +1,163 @@
+"""The widget's sign-in with the company's OpenID provider: authorization code with PKCE, `state` and `nonce`
+(authlib), ending in the hub's own HTTP-only session cookie; the page never holds a token. Sign-out ends it."""
+
+from __future__ import annotations
+
+import hmac
+import html
+import secrets
+from typing import Any, Protocol
+
+from authlib.integrations.httpx_client import AsyncOAuth2Client
+from authlib.integrations.httpx_client import OAuthError as AuthlibOAuthError
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from elicithub.auth.oidc import OidcVerifier
+from elicithub.config import OidcConfig
+from elicithub.errors import IdentityUnavailable
+
+
+class Sessions(Protocol):
+    """The browser sessions of the hub's identity, which a sign-in starts and a sign-out ends."""
+
+    def start_session(self, response: Response, user_id: str, *, secure: bool) -> None: ...
+
+    def end_session(self, response: Response) -> None: ...
+
+    def session_user(self, request: Request) -> str | None: ...
+
+
+CALLBACK_PATH = "/auth/signed-in"
+"""The redirect URI to register at the provider: PUBLIC_URL + this."""
+
+PENDING_COOKIE = "elicithub_oidc"
+PENDING_MAX_AGE_S = 600
+"""How long a person may take at the provider's page."""
+
+
+class ProviderSignIn:
+    """The sign-in pages, with what they need handed over by the hub that builds them (as the other pages get
+    theirs): the provider's settings and verifier (None when the hub has no provider), the identity whose session
+    they start and end, the key that seals a sign-in in progress, and the client secret if any."""
+
+    def __init__(
+        self,
+        public_url: str,
+        oidc: OidcConfig | None,
+        verifier: OidcVerifier | None,
+        identity: Sessions,
+        key: bytes,
+        client_secret: str | None,
+    ) -> None:
+        self.public_url = public_url.rstrip("/")
+        self.oidc = oidc
+        self.verifier = verifier
+        self.identity = identity
+        self.client_secret = client_secret
+        self.secure = self.public_url.startswith("https://")
+        self._pending = URLSafeTimedSerializer(key, salt="elicithub-oidc-sign-in")
+        self.router = APIRouter(include_in_schema=False)
+        self.router.add_api_route("/auth/sign-in", self.sign_in, methods=["GET"])
+        self.router.add_api_route(CALLBACK_PATH, self.signed_in, methods=["GET"])
+        self.router.add_api_route("/auth/session", self.session, methods=["GET"])
+        self.router.add_api_route("/auth/sign-out", self.sign_out, methods=["POST"])
+
+    async def sign_in(self, request: Request) -> Response:
+        if self.verifier is None or self.oidc is None or self.oidc.client_id is None:
+            return _page(404, "No sign-in here", "This hub has no identity provider for people to sign in with.")
+        try:
+            metadata = await self.verifier.discover()
+        except IdentityUnavailable as exc:
+            return _page(503, "Cannot sign in now", str(exc))
+        pending = {"state": secrets.token_urlsafe(32), "verifier": secrets.token_urlsafe(48)}
+        pending["nonce"] = secrets.token_urlsafe(32)
+        async with self._client() as client:
+            url, _ = client.create_authorization_url(
+                metadata["authorization_endpoint"],
+                state=pending["state"],
+                code_verifier=pending["verifier"],
+                nonce=pending["nonce"],
+            )
+        response = RedirectResponse(url, status_code=302, headers={"cache-control": "no-store"})
+        response.set_cookie(
+            PENDING_COOKIE,
+            self._pending.dumps(pending),
+            max_age=PENDING_MAX_AGE_S,
+            path=CALLBACK_PATH,
+            httponly=True,
+            samesite="lax",
+            secure=self.secure,
+        )
+        return response
+
+    async def signed_in(self, request: Request, code: str = "", state: str = "", error: str = "") -> Response:
+        if self.verifier is None:
+            return _page(404, "No sign-in here", "This hub has no identity provider for people to sign in with.")
+        again = '<p><a href="/auth/sign-in">Sign in again</a></p>'
+        if error:
+            return _page(400, "Not signed in", f"The identity provider said: {error}.", again)
+        try:
+            pending = self._pending.loads(request.cookies.get(PENDING_COOKIE, ""), max_age=PENDING_MAX_AGE_S)
+        except BadSignature:
+            pending = None
+        if not isinstance(pending, dict) or not hmac.compare_digest(str(pending.get("state")), state) or not code:
+            return _page(400, "Not signed in", "This sign-in was started elsewhere or took too long.", again)
+        try:
+            metadata = await self.verifier.discover()
+            async with self._client() as client:
+                verifier = pending["verifier"]
+                token = await client.fetch_token(metadata["token_endpoint"], code=code, code_verifier=verifier)
+            user = await self.verifier.signed_in_user(str(token.get("id_token", "")), pending["nonce"])
+        except IdentityUnavailable as exc:
+            return _page(503, "Cannot sign in now", str(exc), again)
+        except AuthlibOAuthError as exc:
+            return _page(502, "Not signed in", f"The identity provider refused the sign-in ({exc.error}).", again)
+        if user is None:
+            return _page(401, "Not signed in", "The identity provider's answer could not be verified.", again)
+        response = RedirectResponse("/", status_code=302, headers={"cache-control": "no-store"})
+        response.delete_cookie(PENDING_COOKIE, path=CALLBACK_PATH)
+        self.identity.start_session(response, user, secure=self.secure)
+        return response
+
+    async def session(self, request: Request) -> Response:
+        """Who this browser is signed in as, with the way out (or in)."""
+        user = self.identity.session_user(request)
+        if user is None:
+            link = '<p><a href="/auth/sign-in">Sign in</a></p>' if self.oidc is not None else ""
+            return _page(200, "Not signed in", "This browser is not signed in to the hub.", link)
+        form = '<form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form>'
+        return _page(200, "Signed in", f"Signed in as {user}.", form)
+
+    async def sign_out(self, request: Request) -> Response:
+        response = RedirectResponse("/auth/session", status_code=303, headers={"cache-control": "no-store"})
+        self.identity.end_session(response)
+        return response
+
+    def _client(self) -> AsyncOAuth2Client:
+        assert self.oidc is not None
+        return AsyncOAuth2Client(
+            client_id=self.oidc.client_id,
+            client_secret=self.client_secret,
+            scope=" ".join(self.oidc.scopes),
+            redirect_uri=self.public_url + CALLBACK_PATH,
+            code_challenge_method="S256",
+            token_endpoint_auth_method="client_secret_post" if self.client_secret else "none",
+            timeout=10,
+        )
+
+
+def _page(status: int, title: str, text: str, trusted_html: str = "") -> HTMLResponse:
+    """A small page; `text` is escaped, `trusted_html` is the page's own link or form."""
+    body = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}}</style></head>
+<body><main><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>{trusted_html}</main></body></html>"""
+    headers: dict[str, Any] = {
+        "cache-control": "no-store",
+        "referrer-policy": "no-referrer",
+        "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+    }
+    return HTMLResponse(body, status_code=status, headers=headers)
