@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
+from elicithub.core.jsonwire import JsonObject
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.store import PostgresElicitations, RedisElicitations
@@ -143,40 +144,10 @@ async def test_answers_and_sweeps_on_both_brokers_racing_the_deadline_end_it_onc
     assert drain(queue) == [ElicitationResolved(eid, waited.outcome)]
 
 
-async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_over(
-    redis_server: RedisServer, redis_url: str
-) -> None:
-    # An answer stored while this broker's subscription was down (simulated: the JSON written without a notice),
-    # then the subscription connection dies and redis-py subscribes again: the broker re-reads its waiters.
-    store, writer = RedisElicitations(redis_url), RedisElicitations(redis_url)
-    broker = Broker(store, BusSink())
-    pair = Pair(broker, Broker(writer, BusSink()), AsyncExitStack())
-    await broker.start()
-    try:
-        task, queue, eid = await wait_here(pair)
-        e = await writer.get(eid)
-        assert e is not None
-        with redis_server.client() as client:
-            answered = e.to_json() | {"state": "declined", "answer": {"action": "decline", "content": None}}
-            answered["resolved_at"] = utcnow().isoformat()
-            client.set(f"elicithub:elicitation:{eid}", json.dumps(answered))
-            assert not task.done()
-            assert client.client_kill_filter(_type="pubsub") >= 1
-        assert await finish(task) == Resolution(eid, "declined", None)
-        assert drain(queue) == [ElicitationResolved(eid, "declined")]
-    finally:
-        await pair.subscriptions.aclose()
-        await broker.close()
-        await store.close()
-        await writer.close()
-
-
-async def test_a_postgres_waiter_whose_notice_was_lost_catches_up_when_listening_starts_over(
-    postgres_server: PostgresServer, postgres_url: str
-) -> None:
-    # An answer stored while this broker's listener was down (simulated: the row written without a NOTIFY), then
-    # the listening connection is killed and the store listens again: the broker re-reads its waiters.
-    store, writer = PostgresElicitations(postgres_url), PostgresElicitations(postgres_url)
+@asynccontextmanager
+async def declined_unheard(store: Store, writer: Store) -> AsyncIterator[tuple[asyncio.Task[Resolution], JsonObject]]:
+    """A question waited for on a broker over `store`; yields the waiting task and the question declined as JSON,
+    for the test to store without a notice. Then the waiter must still learn of it, announced once."""
     broker = Broker(store, BusSink())
     pair = Pair(broker, Broker(writer, BusSink()), AsyncExitStack())
     await broker.start()
@@ -186,12 +157,7 @@ async def test_a_postgres_waiter_whose_notice_was_lost_catches_up_when_listening
         assert e is not None
         answered = e.to_json() | {"state": "declined", "answer": {"action": "decline", "content": None}}
         answered["resolved_at"] = utcnow().isoformat()
-        data = json.dumps(answered).replace("'", "''")
-        postgres_server.psql(
-            "elicithub", f"UPDATE elicithub_elicitations SET state = 'declined', data = '{data}' WHERE id = '{eid}'"
-        )
-        assert not task.done()
-        assert postgres_server.kill_listeners() == 1
+        yield task, answered
         assert await finish(task) == Resolution(eid, "declined", None)
         assert drain(queue) == [ElicitationResolved(eid, "declined")]
     finally:
@@ -199,6 +165,33 @@ async def test_a_postgres_waiter_whose_notice_was_lost_catches_up_when_listening
         await broker.close()
         await store.close()
         await writer.close()
+
+
+async def test_a_waiter_whose_notice_was_lost_catches_up_when_listening_starts_over(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    # An answer stored while this broker's subscription was down (simulated: the JSON written without a notice),
+    # then the subscription connection dies and redis-py subscribes again: the broker re-reads its waiters.
+    async with declined_unheard(RedisElicitations(redis_url), RedisElicitations(redis_url)) as (task, answered):
+        with redis_server.client() as client:
+            client.set(f"elicithub:elicitation:{answered['id']}", json.dumps(answered))
+            assert not task.done()
+            assert client.client_kill_filter(_type="pubsub") >= 1
+
+
+async def test_a_postgres_waiter_whose_notice_was_lost_catches_up_when_listening_starts_over(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    # An answer stored while this broker's listener was down (simulated: the row written without a NOTIFY), then
+    # the listening connection is killed and the store listens again: the broker re-reads its waiters.
+    stores = PostgresElicitations(postgres_url), PostgresElicitations(postgres_url)
+    async with declined_unheard(*stores) as (task, answered):
+        data, eid = json.dumps(answered).replace("'", "''"), answered["id"]
+        postgres_server.psql(
+            "elicithub", f"UPDATE elicithub_elicitations SET state = 'declined', data = '{data}' WHERE id = '{eid}'"
+        )
+        assert not task.done()
+        assert postgres_server.kill_listeners() == 1
 
 
 async def test_waiters_on_both_brokers_wake_when_either_takes_the_answer(pair: Pair) -> None:
