@@ -37,9 +37,9 @@ class Caller:
     user_id: str | None
     supports_elicitation: bool = False
     surface: str = "chat"
+    """chat, mcp, a2a or slack: a tool that cannot ask its person says what to change in these words."""
     modes: frozenset[str] = frozenset({"form", "url"})
     """The question modes the client can show (an MCP client declares them)."""
-    """chat, mcp, a2a or slack: a tool that cannot ask its person says what to change in these words."""
     anonymous: str | None = None
     """Without a user: the caller's own secret (a cookie), which the conversations the hub issues them are bound to."""
 
