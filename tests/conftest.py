@@ -48,6 +48,15 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
 
+def eventually(condition: Callable[[], bool], what: str, deadline_s: float = 60) -> None:
+    """Until `condition` holds (state another thread or process reaches); the deadline only ends a test that would
+    hang, naming `what` never happened."""
+    end = time.monotonic() + deadline_s
+    while not condition():
+        assert time.monotonic() < end, what
+        time.sleep(0.01)
+
+
 class ServedInThread:
     """An ASGI app served by uvicorn on 127.0.0.1 in a thread of the test process, listening once made."""
 

@@ -5,7 +5,6 @@ or whose sign-in was declined, is told nothing."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import GetTaskRequest, TaskState
 
 from tests.auth.test_credential_flow import converse
-from tests.conftest import HubFactory, RunningHub
+from tests.conftest import HubFactory, RunningHub, eventually
 from tests.server.test_chat_openai import chat, conversation, items
 from tests.server.test_durable import reattached_text
 from tests.triggers.test_a2a_agents import AgentProcess, agent_entry, call
@@ -34,13 +33,6 @@ def travel() -> Iterator[AgentProcess]:
 def told(agent: AgentProcess, task_id: str) -> list[dict[str, Any]]:
     """The messages the hub sent on the task after the first one (which started it, without a task id)."""
     return [c for c in agent.calls(task_id) if c["method"] == "SendMessage"]
-
-
-def until(condition: Callable[[], bool], deadline_s: float = 60) -> None:
-    end = time.monotonic() + deadline_s
-    while not condition():
-        assert time.monotonic() < end, "the condition never held"
-        time.sleep(0.05)
 
 
 def task_state(agent: AgentProcess, task_id: str) -> TaskState:
@@ -129,7 +121,8 @@ def test_a_hub_stopped_after_telling_is_not_followed_by_a_second_telling(
     conversation_id, task_id = conversation(stream), request["context"]["taskId"]
     assert httpx.get(request["url"]).status_code == 200
     assert first.answer("alice", conversation_id, request["elicitationId"], "accept").status_code == 200
-    until(lambda: len(told(travel, task_id)) == 1)  # told; the agent holds its task in auth-required
+    # Told; the agent holds its task in auth-required.
+    eventually(lambda: len(told(travel, task_id)) == 1, "the agent was never told")
     stream.close()
     first.stop()
     assert task_state(travel, task_id) == TaskState.TASK_STATE_AUTH_REQUIRED
