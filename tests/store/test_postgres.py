@@ -130,6 +130,8 @@ async def test_a_reader_waiting_while_the_listener_is_down_catches_up_when_it_li
 ) -> None:
     reader = open_backend(postgres_url)
     try:
+        # Connected and listening first (a wait that ends at once), so the waiting read below takes a moment only.
+        assert await reader.events.wait("k", after=0, timeout_s=0) == []
         waiting = asyncio.create_task(reader.events.wait("k", after=0, timeout_s=30))
         await asyncio.sleep(0.2)
         # Saved by another hub while this one's notices are lost: the rows, with no NOTIFY.
