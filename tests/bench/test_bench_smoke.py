@@ -48,3 +48,9 @@ def test_the_memory_benchmark_runs() -> None:
 def test_the_holdings_benchmark_runs() -> None:
     out = run("holds.py", "--n", "5", "--top", "3")
     assert "KB traced per question" in out, out
+
+
+def test_the_sdk_client_benchmark_runs_both_ways_and_groups_the_sdk_cost() -> None:
+    out = run("sdk_client.py", "--n", "4", "--block", "2", "--profile")
+    assert "| official SDK" in out and "| same requests by hand" in out and "The SDK's own work" in out, out
+    assert "| pydantic" in out, out
