@@ -19,8 +19,10 @@ class RunStream:
     def __init__(self, log: EventLog) -> None:
         self.log = log
 
-    async def emit(self, key: str, run_id: str, event: StreamEvent) -> int:
-        return await self.log.append(key, {"run": run_id, **to_json(event)})
+    async def emit(self, key: str, run_id: str, event: StreamEvent) -> None:
+        """Written behind: the run goes on at once. What it stored before emitting (a pause, a question) is stored
+        before any reader can see the event."""
+        self.log.post(key, {"run": run_id, **to_json(event)})
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
         """The broker's sink: a question and its end go to the stream of the run that asked."""
