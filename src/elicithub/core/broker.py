@@ -159,12 +159,12 @@ class Broker:
             await stored
         except Exception:
             return  # never stored, so there is nothing to cancel
-        await self._announce(elicitation, await self.end(elicitation.id, State.CANCELLED))
+        await self.end(elicitation.id, State.CANCELLED)  # announced by the move, if it is this one's
 
     async def _announce(self, elicitation: Elicitation, resolution: Resolution) -> None:
-        # While someone waits here, only a waiter announces the end, whichever way it learnt of it (its own
-        # transition, its deadline, or a notice from the store). A transition made by another instance is also
-        # announced there; readers of the run's stream keep the first announcement of each question.
+        # The process that moves a question announces its end at once (so it goes to the log with what that
+        # process writes next). A waiter here announces an end it learnt of from the store, once: another instance
+        # moved it and announced it there too; readers of the run's stream keep the first announcement of each.
         await self.events.publish(elicitation, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
 
     async def _announce_once(self, waiting: _Waiting, resolution: Resolution) -> None:
@@ -329,8 +329,10 @@ class Broker:
         waiting = self._waiters.get(elicitation.id) or before
         if waiting is None:
             await self._announce(elicitation, resolution)
-        elif not waiting.future.done():
-            waiting.future.set_result(resolution)
+        else:
+            await self._announce_once(waiting, resolution)
+            if not waiting.future.done():
+                waiting.future.set_result(resolution)
         return True
 
     async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
