@@ -22,7 +22,7 @@ class MemoryEvents:
     async def append(self, key: str, event: JsonObject) -> int:
         return self._add(key, event)
 
-    def post(self, key: str, event: JsonObject) -> None:
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
         self._add(key, event)  # in memory, storing it is adding it
 
     def _add(self, key: str, event: JsonObject) -> int:

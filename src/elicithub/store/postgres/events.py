@@ -46,7 +46,7 @@ class PostgresEvents:
     async def append(self, key: str, event: JsonObject) -> int:
         return await self._behind.append(key, event)
 
-    def post(self, key: str, event: JsonObject) -> None:
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
         self._behind.post(key, event)
 
     async def _write(self, _batch: int, appends: Appends) -> list[int]:

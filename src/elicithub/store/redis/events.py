@@ -42,6 +42,13 @@ local stored = redis.call('GET', KEYS[1])
 if stored then
     return cjson.decode(stored)
 end
+for i = 2, #KEYS, 3 do
+    -- A script is not undone when it fails: refuse the whole batch before writing anything.
+    local stream, counter = redis.call('TYPE', KEYS[i])['ok'], redis.call('TYPE', KEYS[i + 1])['ok']
+    if (stream ~= 'none' and stream ~= 'stream') or (counter ~= 'none' and counter ~= 'string') then
+        return redis.error_reply('WRONGTYPE the event log ' .. KEYS[i] .. ' holds another kind of value')
+    end
+end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local tops = {}
@@ -112,6 +119,8 @@ class RedisEvents:
             client, f"{PREFIX}{db}:appends:", secrets.token_hex(8), self._heard, self._lapsed, self._tails.clear
         )
         self._behind = WriteBehind(self._write)
+        self._lease_along: set[str] = set()
+        """Logs with a post waiting to be written that readers here are likely to follow."""
 
     @staticmethod
     def _keys(key: str) -> tuple[str, str]:
@@ -151,13 +160,17 @@ class RedisEvents:
     async def append(self, key: str, event: JsonObject) -> int:
         return await self._behind.append(key, event)
 
-    def post(self, key: str, event: JsonObject) -> None:
-        self._notices.start()
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        if followed:
+            self._notices.start()
+            self._lease_along.add(key)
         self._behind.post(key, event)
 
     async def _write(self, batch: int, appends: Appends) -> list[int]:
         """One script call for the batch: each log's events in order, numbered by its counter, with this hub's
-        lease on each log taken along where it is due (readers here then need no lease of their own)."""
+        lease taken along on each log that readers here are likely to follow, where it is due (those readers then
+        need no lease of their own). A hub that only announces an answer on another hub's run takes none, so it is
+        not told of that run's appends."""
         by_key: dict[str, list[JsonObject]] = {}
         for key, event in appends:
             by_key.setdefault(key, []).append(event)
@@ -172,7 +185,8 @@ class RedisEvents:
         leased = []
         for key, events in by_key.items():
             keys.extend([*self._keys(key), watch_key(key)])
-            lease = self._notices.renews(key)
+            lease = key in self._lease_along and self._notices.renews(key)
+            self._lease_along.discard(key)
             if lease:
                 leased.append(key)
             args.extend([key, int(lease), len(events), *(json.dumps(e, separators=(",", ":")) for e in events)])
