@@ -310,8 +310,8 @@ class Broker:
                 await self.end(elicitation_id, State.CANCELLED)
 
     async def _transition(self, elicitation: Elicitation, state: State, answer: Answer | None) -> bool:
-        # Who waits is read before the write: the store's notice of it may wake them (and they announce the end)
-        # before the write returns here, and then they must not be taken for nobody.
+        # Who waits is read before the write as well: a waiter that leaves while it is in flight (its wait was
+        # cancelled) is still the one whose end this is, and must not be taken for nobody.
         before = self._waiters.get(elicitation.id)
         self._transitions[elicitation.id] += 1
         try:

@@ -25,15 +25,29 @@ APPEND_LEASE_S = 90.0
 than half of it is left."""
 KEPT_LEASES = 10_000
 
+# Put before a script that leases: `lease(watch, token, ms, now)` makes `token`'s lease in the hash `watch` last at
+# least `ms` from `now` (a lease only ever grows, here as in the hub's own record of it).
+LEASE = """
+local function lease(watch, token, ms, now)
+    if tonumber(redis.call('HGET', watch, token) or '0') < now + ms then
+        redis.call('HSET', watch, token, now + ms)
+    end
+    if redis.call('PTTL', watch) < ms then
+        redis.call('PEXPIRE', watch, ms)
+    end
+end
+"""
+
 # KEYS: the watch hash, the log's counter. ARGV: this hub's token, the lease in ms. Returns the log's newest seq
 # as the lease begins: every append after it is heard.
-_WATCH = """
+_WATCH = (
+    LEASE
+    + """
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], now + ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+lease(KEYS[1], ARGV[1], tonumber(ARGV[2]), t[1] * 1000 + math.floor(t[2] / 1000))
 return tonumber(redis.call('GET', KEYS[2]) or '0')
 """
+)
 
 # Put before the event log's append script: `publish(watch, seq, key)` tells every other hub holding a live lease
 # on log `key` (in the hash `watch`) that it now reaches `seq`, dropping lapsed leases on the way. `now` is Redis

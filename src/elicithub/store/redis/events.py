@@ -20,7 +20,7 @@ from typing import Any
 import redis.asyncio as redis
 
 from elicithub.core.jsonwire import JsonObject
-from elicithub.store.redis.appends import APPEND_LEASE_S, PUBLISH, AppendNotices, watch_key
+from elicithub.store.redis.appends import APPEND_LEASE_S, LEASE, PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
 from elicithub.store.write_behind import Appends, WriteBehind
 
@@ -36,7 +36,8 @@ stored twice."""
 # along, how many events, the events' JSON. Returns each log's newest seq; a batch already stored returns the
 # same again.
 _APPEND = (
-    PUBLISH
+    LEASE
+    + PUBLISH
     + """
 local stored = redis.call('GET', KEYS[1])
 if stored then
@@ -63,10 +64,7 @@ for i = 1, (#KEYS - 1) / 3 do
     redis.call('EXPIRE', stream, ARGV[2])
     redis.call('EXPIRE', counter, ARGV[2])
     if ARGV[a + 1] == '1' then
-        redis.call('HSET', watch, ARGV[4], now + ARGV[5])
-        if redis.call('PTTL', watch) < tonumber(ARGV[5]) then
-            redis.call('PEXPIRE', watch, ARGV[5])
-        end
+        lease(watch, ARGV[4], tonumber(ARGV[5]), now)
     end
     publish(watch, top, ARGV[a], now)
     tops[i] = top
