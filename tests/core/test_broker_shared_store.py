@@ -101,6 +101,25 @@ async def test_the_waiting_process_announces_its_own_answer_once(pair: Pair) -> 
     assert drain(later_queue) == [ElicitationResolved(later_id, "declined")]
 
 
+async def test_a_question_opened_here_and_answered_there_before_anyone_waits_still_ends_the_wait(pair: Pair) -> None:
+    # A wait for a question opened here reads it again only if a notice came since it was opened: either the
+    # notice comes before the wait (then it reads) or after it (then the notice wakes it).
+    for heard_first in (True, False):
+        e = question()
+        queue = await pair.subscriptions.enter_async_context(pair.here.events.bus.subscribe(e.run_id))
+        await pair.here.open(e)
+        assert await pair.there.respond(e.id, EU, "alice") == Resolution(e.id, "accepted", EU.content)
+        if heard_first:
+            await until(lambda eid=e.id: pair.here._opened.get(eid) is True)
+        with anyio.fail_after(5):
+            assert await pair.here.wait(e.id, e) == Resolution(e.id, "accepted", EU.content)
+        # Announced where it was answered; here too (once) if the wait here learnt of it from a notice.
+        assert drain(queue) in (
+            [ElicitationRequested(e)],
+            [ElicitationRequested(e), ElicitationResolved(e.id, "accepted")],
+        )
+
+
 async def test_a_cancel_taken_by_the_other_broker_reaches_the_waiter(pair: Pair) -> None:
     task, queue, eid = await wait_here(pair)
     assert await pair.there.end(eid, State.CANCELLED) == Resolution(eid, "cancelled", None)

@@ -98,6 +98,47 @@ async def test_a_cancelled_wait_ends_at_once(backend: Backend) -> None:
     assert await backend.events.append("k", {"n": 0}) == 1  # and the backend still works
 
 
+async def test_posted_events_are_numbered_in_order_with_appends_and_counted_at_once(backend: Backend) -> None:
+    log = backend.events
+    assert await log.append("k", {"n": 0}) == 1
+    log.post("k", {"n": 1})
+    log.post("k", {"n": 2})
+    log.post("other", {"n": 0})
+    assert await log.last("k") == 3  # the posts before it count, stored or not yet
+    assert await log.append("k", {"n": 3}) == 4  # after the posts made before it
+    log.post("k", {"n": 4}, followed=False)
+    assert await log.last("k") == 5
+    assert await log.read("k", after=1) == [(2, {"n": 1}), (3, {"n": 2}), (4, {"n": 3}), (5, {"n": 4})]
+    assert await log.read("other") == [(1, {"n": 0})]
+
+
+async def test_a_waiting_reader_wakes_on_a_post(backend: Backend) -> None:
+    log = backend.events
+    waiting = asyncio.create_task(log.wait("k", after=0, timeout_s=30))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    log.post("k", {"n": 0})
+    with anyio.fail_after(5):
+        assert await waiting == [(1, {"n": 0})]
+
+
+async def test_a_reader_on_one_hub_wakes_on_a_post_by_another(shared_url: str) -> None:
+    one, other = open_backend(shared_url), open_backend(shared_url)
+    try:
+        waiting = asyncio.create_task(one.events.wait("k", after=0, timeout_s=30))
+        await asyncio.sleep(0.1)
+        other.events.post("k", {"n": 1}, followed=False)
+        other.events.post("k", {"n": 2}, followed=False)
+        with anyio.fail_after(5):
+            found = await waiting
+            while len(found) < 2:
+                found += await one.events.wait("k", after=found[-1][0], timeout_s=30)
+        assert found == [(1, {"n": 1}), (2, {"n": 2})]
+    finally:
+        await one.close()
+        await other.close()
+
+
 async def test_a_reader_on_one_hub_wakes_on_an_append_by_another(shared_url: str) -> None:
     one, other = open_backend(shared_url), open_backend(shared_url)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -16,6 +17,7 @@ from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.errors import StoreUnusable
 from elicithub.store import RedisElicitations, open_backend
 from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED
+from elicithub.store.redis.events import RedisEvents
 from tests.core_fixtures import RedisServer
 from tests.store.test_stores import NOW, make
 
@@ -211,3 +213,64 @@ async def test_a_hub_following_its_own_log_also_gets_another_hubs_appends_in_ord
     finally:
         await one.close()
         await other.close()
+
+
+async def test_a_post_redis_refuses_is_logged_and_stored_once_redis_takes_it(redis_url: str) -> None:
+    backend = open_backend(redis_url)
+    failed = asyncio.Event()
+
+    class Failures(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "storing" in record.getMessage():
+                failed.set()
+
+    handler = Failures()
+    logging.getLogger("elicithub.store.write_behind").addHandler(handler)
+    try:
+        with redis.Redis.from_url(redis_url) as client:
+            client.set("elicithub:events:k", "not a stream")  # every write of the log fails while this is there
+            backend.events.post("k", {"n": 1})
+            backend.events.post("k", {"n": 2})
+            with anyio.fail_after(5):
+                await failed.wait()
+            client.delete("elicithub:events:k")
+        with anyio.fail_after(10):
+            assert await backend.events.last("k") == 2  # once stored: nothing lost, nothing twice
+        assert await backend.events.read("k") == [(1, {"n": 1}), (2, {"n": 2})]
+    finally:
+        logging.getLogger("elicithub.store.write_behind").removeHandler(handler)
+        await backend.close()
+
+
+async def test_a_batch_of_appends_sent_again_after_its_reply_was_lost_is_stored_once(redis_url: str) -> None:
+    backend = open_backend(redis_url)
+    events = backend.events
+    assert isinstance(events, RedisEvents)
+    try:
+        # What the write-behind does when a batch's reply never came: the same batch, by its number, again.
+        assert await events._write(7, [("k", {"n": 1}), ("k", {"n": 2})]) == [1, 2]
+        assert await events._write(7, [("k", {"n": 1}), ("k", {"n": 2})]) == [1, 2]
+        assert [seq for seq, _ in await open_backend(redis_url).events.read("k")] == [1, 2]
+    finally:
+        await backend.close()
+
+
+async def test_the_hub_running_a_run_listens_to_its_log_and_a_hub_announcing_an_answer_does_not(
+    redis_url: str,
+) -> None:
+    running, answering = open_backend(redis_url), open_backend(redis_url)
+    try:
+        waiting = asyncio.create_task(running.events.wait("k", after=0, timeout_s=30))
+        await asyncio.sleep(0.1)
+        with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+            assert len(client.hgetall("elicithub:watch:k")) == 1  # the reader's lease
+            answering.events.post("k", {"n": 1}, followed=False)
+            with anyio.fail_after(5):
+                assert await waiting == [(1, {"n": 1})]
+            assert len(client.hgetall("elicithub:watch:k")) == 1  # still only the reader's
+            running.events.post("other", {"n": 1})  # a run of its own: its lease is taken along
+            assert await running.events.last("other") == 1
+            assert len(client.hgetall("elicithub:watch:other")) == 1
+    finally:
+        await running.close()
+        await answering.close()

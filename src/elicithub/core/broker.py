@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +32,8 @@ from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, Inva
 log = logging.getLogger(__name__)
 
 LISTENER_STOP_S = 3.0
+KEPT_OPENED = 10_000
+"""Questions opened here and not yet waited on, remembered at most (one forgotten is read again by its wait)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class Broker:
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
         self._waiters: dict[str, _Waiting] = {}
         self._listener: asyncio.Task[None] | None = None
+        self._opened: dict[str, bool] = {}
+        """Questions opened here that nobody waits on yet: whether a notice of an end (maybe theirs) came since."""
+        self._transitions: Counter[str] = Counter()
+        """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
 
     async def start(self) -> None:
         """Listen to the store, so an answer taken by another process sharing it wakes the waiter here."""
@@ -122,6 +129,11 @@ class Broker:
 
     async def open(self, elicitation: Elicitation) -> None:
         """Store a new question and show it on its run's stream; `wait` for its end."""
+        if self._listener is not None:
+            # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
+            if len(self._opened) >= KEPT_OPENED:
+                self._opened.pop(next(iter(self._opened)))
+            self._opened[elicitation.id] = False
         await self.store.put(elicitation)
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
 
@@ -147,12 +159,12 @@ class Broker:
             await stored
         except Exception:
             return  # never stored, so there is nothing to cancel
-        await self._announce(elicitation, await self.end(elicitation.id, State.CANCELLED))
+        await self.end(elicitation.id, State.CANCELLED)  # announced by the move, if it is this one's
 
     async def _announce(self, elicitation: Elicitation, resolution: Resolution) -> None:
-        # While someone waits here, only a waiter announces the end, whichever way it learnt of it (its own
-        # transition, its deadline, or a notice from the store). A transition made by another instance is also
-        # announced there; readers of the run's stream keep the first announcement of each question.
+        # The process that moves a question announces its end at once (so it goes to the log with what that
+        # process writes next). A waiter here announces an end it learnt of from the store, once: another instance
+        # moved it and announced it there too; readers of the run's stream keep the first announcement of each.
         await self.events.publish(elicitation, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
 
     async def _announce_once(self, waiting: _Waiting, resolution: Resolution) -> None:
@@ -169,10 +181,12 @@ class Broker:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
+        heard = self._opened.pop(elicitation_id, True)
         with self._waiting(elicitation) as waiting:
-            # It may have ended between the read and the registration: read again now that notices reach us.
-            # Only how it ended is kept, not a second copy of the question for as long as it waits.
-            ended = await self._ended(elicitation_id)
+            # It may have ended between the read and the registration: read again now that notices reach us,
+            # unless it was opened here and no notice came since (its end would have been heard). Only how it
+            # ended is kept, not a second copy of the question for as long as it waits.
+            ended = await self._ended(elicitation_id) if heard or known is None else None
             if waiting.future.done():
                 resolution = waiting.future.result()  # it ended while we registered: ours to announce
             elif ended is not None:
@@ -296,10 +310,18 @@ class Broker:
                 await self.end(elicitation_id, State.CANCELLED)
 
     async def _transition(self, elicitation: Elicitation, state: State, answer: Answer | None) -> bool:
-        # Who waits is read before the write: the store's notice of it may wake them (and they announce the end)
-        # before the write returns here, and then they must not be taken for nobody.
+        # Who waits is read before the write as well: a waiter that leaves while it is in flight (its wait was
+        # cancelled) is still the one whose end this is, and must not be taken for nobody.
         before = self._waiters.get(elicitation.id)
-        if not await self.store.transition(elicitation.id, state, answer, utcnow()):
+        self._transitions[elicitation.id] += 1
+        try:
+            moved = await self.store.transition(elicitation.id, state, answer, utcnow())
+        finally:
+            self._transitions[elicitation.id] -= 1
+            if self._transitions[elicitation.id] <= 0:
+                del self._transitions[elicitation.id]
+        if not moved:
+            await self._catch_up(elicitation.id)  # another move won: its notice may have come meanwhile
             return False
         outcome = state.outcome
         log.info("elicitation %s %s", elicitation.id, outcome)
@@ -307,8 +329,10 @@ class Broker:
         waiting = self._waiters.get(elicitation.id) or before
         if waiting is None:
             await self._announce(elicitation, resolution)
-        elif not waiting.future.done():
-            waiting.future.set_result(resolution)
+        else:
+            await self._announce_once(waiting, resolution)
+            if not waiting.future.done():
+                waiting.future.set_result(resolution)
         return True
 
     async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
@@ -318,6 +342,9 @@ class Broker:
                 async with contextlib.aclosing(notices):
                     async for elicitation_id in notices:
                         # None: listening started over, and what was resolved meanwhile was not heard.
+                        for opened in list(self._opened) if elicitation_id is None else [elicitation_id]:
+                            if opened in self._opened:
+                                self._opened[opened] = True
                         for waiting in list(self._waiters) if elicitation_id is None else [elicitation_id]:
                             await self._catch_up(waiting)
                 return
@@ -328,8 +355,10 @@ class Broker:
 
     async def _catch_up(self, elicitation_id: str) -> None:
         waiting = self._waiters.get(elicitation_id)
-        if waiting is None or waiting.future.done():
-            return  # nobody waits here, or the waiters already know (this process made the transition)
+        if waiting is None or waiting.future.done() or elicitation_id in self._transitions:
+            # Nobody waits here, or the waiters already know (this process made the transition), or will: a move
+            # made here wakes them when it wins, and catches up when it loses.
+            return
         stored = await self.store.get(elicitation_id)
         if stored is not None and stored.state is not State.PENDING and not waiting.future.done():
             waiting.future.set_result(Resolution.of(stored))

@@ -107,7 +107,15 @@ class EventLog(Protocol):
     """
 
     async def append(self, key: str, event: JsonObject) -> int:
-        """Add an event; returns its sequence number."""
+        """Add an event; returns its sequence number once it is stored."""
+
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        """Add an event without waiting for it (written behind): it is numbered and stored after every append and
+        post made before it on this instance, readers see it once it is stored, and one that cannot be stored is
+        logged and tried again (never dropped while the hub runs). The hot path's way to append.
+
+        `followed`: readers here are likely to follow this log (this instance's own run writes it), so a store
+        that must listen for other instances' appends may start listening along with this one."""
 
     async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         """The kept events with a sequence number above `after`, oldest first."""
@@ -116,7 +124,7 @@ class EventLog(Protocol):
         """Like `read`, but when there is nothing yet, wait up to `timeout_s` for an append (on any instance)."""
 
     async def last(self, key: str) -> int:
-        """The sequence number of the newest event (0 when none)."""
+        """The sequence number of the newest event (0 when none), counting every post made here before."""
 
 
 class Backend(Protocol):

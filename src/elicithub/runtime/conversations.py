@@ -120,7 +120,9 @@ class Conversations:
         while True:
             current = await self.backend.conversations.get(key)
             base = current or ConversationRecord(key, conversation_id, caller.user_id, list(history or []))
-            after = await self.backend.events.last(key)
+            # A new conversation's log is read from its start: any position before the run's first event will do
+            # (readers skip other runs' events), so one unknown to the store needs no read of its length.
+            after = 0 if current is None else await self.backend.events.last(key)
             record = replace(
                 base,
                 messages=[*base.messages, {"role": "user", "content": text}],

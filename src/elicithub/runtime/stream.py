@@ -19,13 +19,16 @@ class RunStream:
     def __init__(self, log: EventLog) -> None:
         self.log = log
 
-    async def emit(self, key: str, run_id: str, event: StreamEvent) -> int:
-        return await self.log.append(key, {"run": run_id, **to_json(event)})
+    async def emit(self, key: str, run_id: str, event: StreamEvent) -> None:
+        """Written behind: the run goes on at once. What it stored before emitting (a pause, a question) is stored
+        before any reader can see the event."""
+        self.log.post(key, {"run": run_id, **to_json(event)})
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
-        """The broker's sink: a question and its end go to the stream of the run that asked."""
+        """The broker's sink: a question and its end go to the stream of the run that asked. The instance that
+        publishes may not be the one running it (it took the answer), so its readers are not assumed to follow."""
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
-        await self.emit(key, elicitation.run_id, event)
+        self.log.post(key, {"run": elicitation.run_id, **to_json(event)}, followed=False)
 
     async def holds(self, key: str, run_id: str, after: int) -> bool:
         """Whether the log still keeps what followed position `after`, and some of it is `run_id`'s: a run that

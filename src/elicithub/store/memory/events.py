@@ -20,6 +20,12 @@ class MemoryEvents:
         self._appended = Notifier()
 
     async def append(self, key: str, event: JsonObject) -> int:
+        return self._add(key, event)
+
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        self._add(key, event)  # in memory, storing it is adding it
+
+    def _add(self, key: str, event: JsonObject) -> int:
         last, ring = self._logs.pop(key, (0, deque(maxlen=self._max_len)))
         ring.append((last + 1, event))
         self._logs[key] = (last + 1, ring)

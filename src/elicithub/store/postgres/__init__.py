@@ -42,4 +42,5 @@ class PostgresBackend:
             await connection.close()
 
     async def close(self) -> None:
+        await self.events.close()
         await self._db.close()

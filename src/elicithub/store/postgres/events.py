@@ -9,6 +9,7 @@ from elicithub.core.jsonwire import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.listener import APPENDED
+from elicithub.store.write_behind import Appends, WriteBehind
 
 TRIM_EVERY = 64
 """An append trims its log when its number is a multiple of this, not every time."""
@@ -40,14 +41,27 @@ class PostgresEvents:
         self._appended = Notifier()
         db.on_notice(APPENDED, self._appended.notify)
         db.on_restart(self._appended.notify_all)
+        self._behind = WriteBehind(self._write)
 
     async def append(self, key: str, event: JsonObject) -> int:
+        return await self._behind.append(key, event)
+
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        self._behind.post(key, event)
+
+    async def _write(self, _batch: int, appends: Appends) -> list[int]:
+        """The appends in order, in one transaction (all or none, so a batch made again never doubles one)."""
         pool = await self._db.pool()
-        seq = int(await pool.fetchval(APPEND, key, json.dumps(event, separators=(",", ":"))))
-        if seq > self._max_len and seq % TRIM_EVERY == 0:
-            await pool.execute(TRIM, key, seq - self._max_len)
-        self._appended.notify(key)
-        return seq
+        seqs = []
+        async with pool.acquire() as connection, connection.transaction():
+            for key, event in appends:
+                seq = int(await connection.fetchval(APPEND, key, json.dumps(event, separators=(",", ":"))))
+                if seq > self._max_len and seq % TRIM_EVERY == 0:
+                    await connection.execute(TRIM, key, seq - self._max_len)
+                seqs.append(seq)
+        for key, _ in appends:
+            self._appended.notify(key)
+        return seqs
 
     async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         pool = await self._db.pool()
@@ -59,5 +73,9 @@ class PostgresEvents:
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:
+        await self._behind.stored(key)
         pool = await self._db.pool()
         return int(await pool.fetchval(LAST, key) or 0)
+
+    async def close(self) -> None:
+        await self._behind.close()

@@ -12,6 +12,8 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from elicithub.store.redis.batching import Batching
+
 log = logging.getLogger(__name__)
 
 PREFIX = "elicithub:"
@@ -20,13 +22,14 @@ CLOSE_TIMEOUT_S = 2.0
 
 
 def connect(url: str, max_connections: int = MAX_CONNECTIONS) -> redis.Redis:
-    """A client over a blocking pool: past its size a command waits for a free connection instead of failing at
-    once. The retry policy is the one a plain redis.Redis client has; a pool made apart from the client has none."""
+    """A batching client (see `batching`) over a blocking pool: past its size a command waits for a free
+    connection instead of failing at once. The retry policy is the one a plain redis.Redis client has; a pool made
+    apart from the client has none."""
     retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)
     pool = redis.BlockingConnectionPool.from_url(
         url, max_connections=max_connections, decode_responses=True, retry=retry
     )
-    return redis.Redis.from_pool(pool)
+    return Batching.from_pool(pool)
 
 
 async def bounded_close(closing: Awaitable[object]) -> None:

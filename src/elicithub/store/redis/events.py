@@ -1,13 +1,16 @@
 """The Redis backend's event logs: `elicithub:events:<key>`, a stream (ids `<seq>-1`), with `events-seq:<key>`, its
 counter.
 
-Each append is also published to the other hubs reading that log (see `appends`), so a reader here waits on a
-notice instead of a blocking read, and each hub keeps the newest events it appended or read per conversation: a
-reader following a run on the hub that runs it never reads Redis.
+Appends are written behind (`write_behind`): all those made while the previous write was in flight go in one
+script call. Each append is also published to the other hubs reading that log (see `appends`), so a reader here
+waits on a notice instead of a blocking read, and each hub keeps the newest events it appended or read per
+conversation: a reader following a run on the hub that runs it never reads Redis (the appends take the hub's lease
+on their log along).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections import OrderedDict, deque
@@ -17,24 +20,60 @@ from typing import Any
 import redis.asyncio as redis
 
 from elicithub.core.jsonwire import JsonObject
-from elicithub.store.redis.appends import PUBLISH, AppendNotices, watch_key
+from elicithub.store.redis.appends import APPEND_LEASE_S, LEASE, PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
+from elicithub.store.write_behind import Appends, WriteBehind
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000
 
-# KEYS: the stream, its counter, its watch hash. ARGV: the event JSON, the bound, seconds kept, then what PUBLISH
-# reads.
+BATCH_KEPT_S = 300
+"""How long Redis remembers a batch of appends it stored, so a batch sent again (its reply was lost) is not
+stored twice."""
+
+# KEYS: the batch's marker, then per log: its stream, its counter, its watch hash. ARGV: the bound, seconds kept,
+# the channels' prefix, this hub's token, the lease in ms, then per log: its key, '1' to take this hub's lease
+# along, how many events, the events' JSON. Returns each log's newest seq; a batch already stored returns the
+# same again.
 _APPEND = (
-    """
-local seq = redis.call('INCR', KEYS[2])
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], seq .. '-1', 'e', ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
-"""
+    LEASE
     + PUBLISH
     + """
-return seq
+local stored = redis.call('GET', KEYS[1])
+if stored then
+    return cjson.decode(stored)
+end
+for i = 2, #KEYS, 3 do
+    -- A script is not undone when it fails: refuse the whole batch before writing anything.
+    local stream, counter = redis.call('TYPE', KEYS[i])['ok'], redis.call('TYPE', KEYS[i + 1])['ok']
+    if (stream ~= 'none' and stream ~= 'stream') or (counter ~= 'none' and counter ~= 'string') then
+        return redis.error_reply('WRONGTYPE the event log ' .. KEYS[i] .. ' holds another kind of value')
+    end
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local tops = {}
+local a = 6
+for i = 1, (#KEYS - 1) / 3 do
+    local stream, counter, watch = KEYS[3 * i - 1], KEYS[3 * i], KEYS[3 * i + 1]
+    local n = tonumber(ARGV[a + 2])
+    local top = redis.call('INCRBY', counter, n)
+    for j = 1, n do
+        redis.call('XADD', stream, 'MAXLEN', '~', ARGV[1], (top - n + j) .. '-1', 'e', ARGV[a + 2 + j])
+    end
+    redis.call('EXPIRE', stream, ARGV[2])
+    redis.call('EXPIRE', counter, ARGV[2])
+    if ARGV[a + 1] == '1' then
+        lease(watch, ARGV[4], tonumber(ARGV[5]), now)
+    end
+    publish(watch, top, ARGV[a], now)
+    tops[i] = top
+    a = a + 3 + n
+end
+redis.call('SET', KEYS[1], cjson.encode(tops), 'EX', """
+    + str(BATCH_KEPT_S)
+    + """)
+return tops
 """
 )
 
@@ -77,6 +116,9 @@ class RedisEvents:
         self._notices = AppendNotices(
             client, f"{PREFIX}{db}:appends:", secrets.token_hex(8), self._heard, self._lapsed, self._tails.clear
         )
+        self._behind = WriteBehind(self._write)
+        self._lease_along: set[str] = set()
+        """Logs with a post waiting to be written that readers here are likely to follow."""
 
     @staticmethod
     def _keys(key: str) -> tuple[str, str]:
@@ -105,23 +147,61 @@ class RedisEvents:
         tail = self._tail(key) or self._new_tail(key, 0)
         tail.known = max(tail.known, seq)
 
-    def _lapsed(self, key: str) -> None:
-        self._tails.pop(key, None)
+    def _lapsed(self, key: str, top: int | None) -> None:
+        """What is kept of `key` may miss appends made elsewhere: start over, from `top` when that is known to be
+        the log's newest seq. Whatever was heard of or kept beyond it still counts as known, so an own append
+        whose reply came first is read back from Redis rather than missed."""
+        old = self._tails.pop(key, None)
+        if top is not None:
+            self._new_tail(key, top).known = max(top, old.top, old.known) if old is not None else top
 
     async def append(self, key: str, event: JsonObject) -> int:
-        data = json.dumps(event, separators=(",", ":"))
+        return await self._behind.append(key, event)
+
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        if followed:
+            self._notices.start()
+            self._lease_along.add(key)
+        self._behind.post(key, event)
+
+    async def _write(self, batch: int, appends: Appends) -> list[int]:
+        """One script call for the batch: each log's events in order, numbered by its counter, with this hub's
+        lease taken along on each log that readers here are likely to follow, where it is due (those readers then
+        need no lease of their own). A hub that only announces an answer on another hub's run takes none, so it is
+        not told of that run's appends."""
+        by_key: dict[str, list[JsonObject]] = {}
+        for key, event in appends:
+            by_key.setdefault(key, []).append(event)
+        keys = [f"{PREFIX}appended:{self._notices.token}:{batch}"]
         args: list[str | int] = [
-            data,
             self._max_len,
             self._retention_s,
             self._notices.prefix,
             self._notices.token,
-            key,
+            int(APPEND_LEASE_S * 1000),
         ]
-        seq = int(await self._append(keys=[*self._keys(key), watch_key(key)], args=args))
-        self._remember(key, [(seq, event)])
-        self._notices.appended.notify(key)
-        return seq
+        leased = []
+        for key, events in by_key.items():
+            keys.extend([*self._keys(key), watch_key(key)])
+            lease = key in self._lease_along and self._notices.renews(key)
+            self._lease_along.discard(key)
+            if lease:
+                leased.append(key)
+            args.extend([key, int(lease), len(events), *(json.dumps(e, separators=(",", ":")) for e in events)])
+        since = asyncio.get_running_loop().time()
+        tops = [int(top) for top in await self._append(keys=keys, args=args)]
+        for key in leased:
+            self._notices.renewed(key, since)
+        seqs: dict[str, int] = {}
+        for (key, events), top in zip(by_key.items(), tops, strict=True):
+            seqs[key] = top - len(events)
+            self._remember(key, [(top - len(events) + i, event) for i, event in enumerate(events, 1)])
+            self._notices.appended.notify(key)
+        numbered = []
+        for key, _ in appends:
+            seqs[key] += 1
+            numbered.append(seqs[key])
+        return numbered
 
     async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         tail = self._tail(key)
@@ -134,14 +214,20 @@ class RedisEvents:
         return found
 
     async def wait(self, key: str, after: int, timeout_s: float, limit: int = 1000) -> list[tuple[int, JsonObject]]:
-        await self._notices.watch(key, timeout_s)
+        await self._behind.stored(key)  # its write may take the lease along, sparing the one watch would take
+        await self._notices.watch(key, self._keys(key)[1], timeout_s)
         return await self._notices.appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:
+        await self._behind.stored(key)
+        tail = self._tail(key)
+        if tail is not None and tail.top >= tail.known and self._notices.holds(key):
+            return tail.top  # every append made elsewhere since the lease would have been heard
         value = await self._redis.get(self._keys(key)[1])
         return int(value or 0)
 
     async def close(self) -> None:
+        await self._behind.close()
         await self._notices.close()
 
 

@@ -30,4 +30,5 @@ class SqliteBackend:
         return None
 
     async def close(self) -> None:
+        await self.events.close()
         await self._db.close()

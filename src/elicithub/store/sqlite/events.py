@@ -15,6 +15,7 @@ from typing import Any
 from elicithub.core.jsonwire import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.sqlite.db import SqliteDb
+from elicithub.store.write_behind import Appends, WriteBehind
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000
@@ -37,25 +38,42 @@ class SqliteEvents:
         self._max_len = max_len
         self._appended = Notifier()
         self._tails: OrderedDict[str, _Tail] = OrderedDict()
+        self._behind = WriteBehind(self._write)
 
     async def append(self, key: str, event: JsonObject) -> int:
-        data = json.dumps(event, separators=(",", ":"))
-        tail = await self._tail(key)
-        tail.last += 1  # taken before the write, so appends in one batch number themselves in order
-        seq = tail.last
+        return await self._behind.append(key, event)
+
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        self._behind.post(key, event)
+
+    async def _write(self, _batch: int, appends: Appends) -> list[int]:
+        """Number the appends after each log's last, store them in one batch, then keep them in memory. A batch
+        that fails leaves the numbers as they were, for the batch made again."""
+        tails = [await self._tail(key) for key, _ in appends]
+        before = {id(tail): (tail, tail.last) for tail in tails}
+        rows: list[tuple[str, int, str]] = []
+        for (key, event), tail in zip(appends, tails, strict=True):
+            tail.last += 1
+            rows.append((key, tail.last, json.dumps(event, separators=(",", ":"))))
 
         def write(db: sqlite3.Connection) -> None:
-            db.execute("INSERT INTO events VALUES (?, ?, ?)", (key, seq, data))
-            if seq > self._max_len and seq % 64 == 0:  # trim now and then, not on every append
-                db.execute("DELETE FROM events WHERE key = ? AND seq <= ?", (key, seq - self._max_len))
+            db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+            for key, seq, _ in rows:
+                if seq > self._max_len and seq % 64 == 0:  # trim now and then, not on every append
+                    db.execute("DELETE FROM events WHERE key = ? AND seq <= ?", (key, seq - self._max_len))
 
-        await self._run(write)
-        events = tail.events
-        if len(events) >= KEPT_PER_CONVERSATION:
-            tail.base = events.popleft()[0]
-        events.append((seq, event))
-        self._appended.notify(key)
-        return seq
+        try:
+            await self._run(write)
+        except BaseException:
+            for tail, last in before.values():
+                tail.last = last
+            raise
+        for (key, event), tail, (_, seq, _) in zip(appends, tails, rows, strict=True):
+            if len(tail.events) >= KEPT_PER_CONVERSATION:
+                tail.base = tail.events.popleft()[0]
+            tail.events.append((seq, event))
+            self._appended.notify(key)
+        return [seq for _, seq, _ in rows]
 
     async def read(self, key: str, after: int = 0, limit: int = 1000) -> list[tuple[int, JsonObject]]:
         tail = self._tails.get(key)
@@ -73,8 +91,12 @@ class SqliteEvents:
         return await self._appended.wait_for(key, lambda: self.read(key, after, limit), timeout_s)
 
     async def last(self, key: str) -> int:
+        await self._behind.stored(key)
         tail = self._tails.get(key)
         return tail.last if tail is not None else await self._last_written(key)
+
+    async def close(self) -> None:
+        await self._behind.close()
 
     def forget(self, key: str) -> None:
         """The conversation's events were deleted (purged)."""
