@@ -136,7 +136,10 @@ class CredentialGate:
         token = self.links.sign(elicitation.id, user_id)
         elicitation = replace(elicitation, url=f"{self.public_url}/auth/connect?{urlencode({'t': token})}")
         assert context.asker is not None  # can_ask
-        [resolution] = await context.asker.ask([elicitation], trigger="credentials", state={"kind": "rerun"})
+        # Asked before the call goes downstream: the call runs again once it is answered, so the run may park.
+        [resolution] = await context.asker.ask(
+            [elicitation], trigger="credentials", state={"kind": "rerun"}, resumable=True
+        )
         if resolution.outcome == "accepted":
             # The callback stores the token before it resolves the elicitation, so it is there now.
             credential = await self.vault.credential(server.id, user_id)

@@ -1,0 +1,263 @@
+"""Parked runs: a run whose round can be resumed from its pause lets go of its task while the round waits, and goes
+on from the store, once, when the round's last question ends (answered, expired, cancelled), on its own instance."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elicithub.core.broker import Broker
+from elicithub.core.elicitation import Answer
+from elicithub.core.events import (
+    ElicitationRequested,
+    ElicitationResolved,
+    RunFinished,
+    RunPaused,
+    RunStarted,
+    StepStarted,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+)
+from elicithub.core.ports import Backend
+from elicithub.core.runs import ToolCall, conversation_key
+from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.runtime.loop import Runner
+from elicithub.runtime.models import ScriptedModel, ToolSpec
+from elicithub.runtime.parking import Parking
+from elicithub.runtime.stream import RunStream
+from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.store import open_backend
+from tests.core_fixtures import question, until
+from tests.runtime.test_conversations import events_until
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Caller("alice", supports_elicitation=True)
+
+
+class RoundTools:
+    """`t.round {"n": N, "timeout_s": T}` asks N questions as one round it can go on from with its pause alone (as a
+    2026-07-28 round): resumed, it reads their answers. It says how each ended."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def list_tools(self, context: CallContext | None = None) -> list[ToolSpec]:
+        return [ToolSpec("t.round", "Asks a round.", {"type": "object"})]
+
+    async def call(self, name: str, arguments: dict[str, Any], context: CallContext) -> ToolOutcome:
+        self.calls += 1
+        asker = context.asker
+        assert asker is not None and context.user_id is not None
+        pause = asker.resume_from()
+        if pause is not None:
+            answers = await asker.answers(pause, resumable=True)
+            resolutions = [answers[key] for key in sorted(answers)]
+        else:
+            n, timeout_s = int(arguments.get("n", 1)), float(arguments.get("timeout_s", 30))
+            asked = [
+                question(
+                    timeout_s, conversation_id=context.conversation_id, user_id=context.user_id, run_id=context.run_id
+                )
+                for _ in range(n)
+            ]
+            keys = [str(i) for i in range(n)]
+            found = await asker.ask(asked, trigger="test", keys=keys, state={"kind": "test"}, resumable=True)
+            resolutions = list(found)
+        return ToolOutcome(", ".join(f"{r.outcome}: {(r.content or {}).get('region')}" for r in resolutions if r))
+
+
+class Instance:
+    def __init__(self, backend: Backend, name: str) -> None:
+        self.backend = backend
+        self.stream = RunStream(backend.events)
+        self.broker = Broker(backend.elicitations, self.stream, durable=backend.durable)
+        self.tools = RoundTools()
+        runner = Runner(ScriptedModel(), self.tools, self.broker, self.stream, backend.runs, backend.conversations)
+        self.conversations = Conversations(backend, self.broker, runner, self.stream, name)
+
+    async def send(self, conversation: str, text: str) -> AsyncIterator[tuple[int, StreamEvent]]:
+        sent = await self.conversations.send(ALICE, conversation, text)
+        followed = await self.conversations.follow(ALICE, conversation, run_id=sent.run_id, after=sent.after)
+        return followed.events
+
+    async def parked(self, count: int) -> None:
+        """Until `count` runs are parked here and no task runs (a run parks just after its RunPaused is on the
+        stream, then its task ends)."""
+        await until(lambda: self.conversations.parked() == self.conversations.running() == count)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    opened = open_backend("memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'hub.db'}")
+    yield opened
+    await opened.close()
+
+
+async def started(backend: Backend, name: str = "hub-a") -> Instance:
+    made = Instance(backend, name)
+    await made.broker.start()
+    return made
+
+
+async def stopped(hub: Instance) -> None:
+    await hub.conversations.close()
+    await hub.broker.close()
+
+
+def asked_in(events: list[StreamEvent]) -> list[str]:
+    return [e.elicitation.id for e in events if isinstance(e, ElicitationRequested)]
+
+
+async def test_a_round_parks_its_run_which_goes_on_once_when_its_last_question_ends(backend: Backend) -> None:
+    hub = await started(backend)
+    try:
+        events = await hub.send("park-1", '/call t.round {"n": 2}')
+        first = await events_until(events, RunPaused)
+        assert [type(e) for e in first] == [
+            RunStarted,
+            StepStarted,
+            ToolCall,
+            ElicitationRequested,
+            ElicitationRequested,
+            RunPaused,
+        ]
+        await hub.parked(1)
+        assert hub.conversations.running() == 1  # parked, it still counts as this instance's run
+        assert hub.broker.pending_here() == 2
+        one, two = asked_in(first)
+
+        await hub.conversations.answer(ALICE, one, Answer("accept", {"region": "eu"}))
+        assert await events_until(events, ElicitationResolved) == [ElicitationResolved(one, "accepted")]
+        assert hub.conversations.parked() == 1 and hub.tools.calls == 1  # one of two: it stays parked
+
+        await hub.conversations.answer(ALICE, two, Answer("decline"))
+        rest = await events_until(events, RunFinished)
+        # What a reader sees is what it sees of a run that waited: no second RunStarted, nor the call again.
+        assert [type(e) for e in rest] == [ElicitationResolved, ToolCallFinished, StepStarted, TextDelta, RunFinished]
+        assert rest[0] == ElicitationResolved(two, "declined")
+        assert rest[3] == TextDelta("accepted: eu, declined: None")
+        assert hub.tools.calls == 2  # the call, and its one resumption from the pause
+        assert hub.conversations.parked() == 0 and hub.conversations.running() == 0
+        assert hub.broker.pending_here() == 0
+        record = await hub.conversations.get(ALICE, "park-1")
+        assert record.active_run_id is None
+        assert [m["role"] for m in record.messages] == ["user", "assistant", "tool", "assistant"]
+    finally:
+        await stopped(hub)
+
+
+async def test_a_stopped_parked_run_ends_as_a_waiting_one_does(backend: Backend) -> None:
+    hub = await started(backend)
+    try:
+        events = await hub.send("park-stop", '/call t.round {"n": 2}')
+        asked = asked_in(await events_until(events, RunPaused))
+        await hub.parked(1)
+        record = await hub.conversations.get(ALICE, "park-stop")
+        assert record.active_run_id is not None
+        assert await hub.conversations.stop(ALICE, "park-stop", record.active_run_id)
+        rest = await events_until(events, RunFinished)
+        assert [e for e in rest if isinstance(e, ElicitationResolved)] == [
+            ElicitationResolved(i, "cancelled") for i in asked
+        ]
+        assert TextDelta("cancelled: None, cancelled: None") in rest  # its call heard, as a waiting one would
+        assert hub.conversations.parked() == 0
+        record = await hub.conversations.get(ALICE, "park-stop")  # stopped: what it said is not kept
+        assert record.active_run_id is None and [m["content"] for m in record.messages] == ['/call t.round {"n": 2}']
+    finally:
+        await stopped(hub)
+
+
+async def test_a_new_message_supersedes_a_parked_run(backend: Backend) -> None:
+    hub = await started(backend)
+    try:
+        old = await hub.send("park-new", '/call t.round {"n": 1}')
+        [asked] = asked_in(await events_until(old, RunPaused))
+        await hub.parked(1)
+        new = await hub.send("park-new", "hello")
+        rest = await events_until(old, RunFinished)
+        assert ElicitationResolved(asked, "cancelled") in rest
+        await events_until(new, RunFinished)
+        record = await hub.conversations.get(ALICE, "park-new")
+        assert not any(m["role"] == "tool" for m in record.messages)  # the superseded run commits nothing
+        assert hub.conversations.parked() == 0
+    finally:
+        await stopped(hub)
+
+
+async def test_the_sweep_expiring_a_parked_runs_question_resumes_it(backend: Backend) -> None:
+    hub = await started(backend)
+    try:
+        events = await hub.send("park-due", '/call t.round {"n": 1, "timeout_s": 0}')
+        [asked] = asked_in(await events_until(events, RunPaused))
+        await hub.parked(1)
+        assert await hub.broker.expire_due() == 1  # the hub's sweep
+        rest = await events_until(events, RunFinished)
+        assert rest[0] == ElicitationResolved(asked, "expired")
+        assert TextDelta("expired: None") in rest
+        assert hub.conversations.parked() == 0
+    finally:
+        await stopped(hub)
+
+
+async def test_a_parked_run_is_its_owners_and_a_restart_resumes_and_parks_it_again(redis_url: str) -> None:
+    backend = open_backend(redis_url)  # shared by instances, with heartbeats
+    try:
+        a = await started(backend, "hub-a")
+        events = await a.send("park-own", '/call t.round {"n": 1}')
+        [asked] = asked_in(await events_until(events, RunPaused))
+        await a.parked(1)
+        assert await a.conversations.recover() == 0  # its own sweep leaves it parked
+        await backend.runs.heartbeat("hub-a", 60)
+        b = await started(backend, "hub-b")
+        assert await b.conversations.recover() == 0  # its owner lives: not another instance's to take
+        await stopped(b)
+        await stopped(a)  # a shutdown: the parked run stays on record, its question open
+
+        again = await started(backend, "hub-a")
+        try:
+            assert await again.conversations.recover() == 1
+            await again.parked(1)  # resumed, its round still open: it parks again
+            followed = await again.conversations.reattach(ALICE, "park-own")
+            assert followed is not None
+            await again.conversations.answer(ALICE, asked, Answer("accept", {"region": "eu"}))
+            assert TextDelta("accepted: eu") in await events_until(followed.events, RunFinished)
+        finally:
+            await stopped(again)
+    finally:
+        await backend.close()
+
+
+async def test_a_round_that_ended_before_its_run_parked_goes_on_at_once(backend: Backend) -> None:
+    stream = RunStream(backend.events)
+    broker = Broker(backend.elicitations, stream, durable=backend.durable)
+    resumed: list[str] = []
+    gone_on = asyncio.Event()
+
+    async def resume(run_id: str) -> None:
+        resumed.append(run_id)
+        gone_on.set()
+
+    parking = Parking(broker, resume)
+    answered, open_ = question(run_id="run_p"), question(run_id="run_p")
+    for made in (answered, open_):
+        await broker.open(made)
+    # Answered after the pause was saved, before the run parked: nobody was told, so parking reads it.
+    await broker.respond(answered.id, Answer("accept", {"region": "eu"}), "alice")
+    await parking.park("run_p", [answered.id, open_.id])
+    assert "run_p" in parking and not resumed
+    await broker.respond(open_.id, Answer("decline"), "alice")
+    async with asyncio.timeout(10):
+        await gone_on.wait()
+    assert resumed == ["run_p"] and "run_p" not in parking
+    assert broker.pending_here() == 0
+    # The one whose end parking found by reading (not by a transition here) is announced again before it goes
+    # on, as a waiter here would; readers keep the first announcement of each question.
+    logged = await backend.events.read(conversation_key("alice", "conv_1"), 0)
+    resolved = [d for _, d in logged if d.get("type") == "elicitation-resolved"]
+    assert [d["elicitationId"] for d in resolved].count(answered.id) == 2
