@@ -233,9 +233,10 @@ async def test_a_parked_run_is_its_owners_and_a_restart_resumes_and_parks_it_aga
         await backend.close()
 
 
-async def test_a_round_that_ended_before_its_run_parked_goes_on_at_once(backend: Backend) -> None:
-    stream = RunStream(backend.events)
-    broker = Broker(backend.elicitations, stream, durable=backend.durable)
+async def test_a_round_that_ended_before_its_task_did_goes_on_once_it_has(backend: Backend) -> None:
+    here = Broker(backend.elicitations, RunStream(backend.events), durable=backend.durable)
+    elsewhere = Broker(backend.elicitations, RunStream(backend.events), durable=backend.durable)
+    await here.start()
     resumed: list[str] = []
     gone_on = asyncio.Event()
 
@@ -243,21 +244,37 @@ async def test_a_round_that_ended_before_its_run_parked_goes_on_at_once(backend:
         resumed.append(run_id)
         gone_on.set()
 
-    parking = Parking(broker, resume)
-    answered, open_ = question(run_id="run_p"), question(run_id="run_p")
-    for made in (answered, open_):
-        await broker.open(made)
-    # Answered after the pause was saved, before the run parked: nobody was told, so parking reads it.
-    await broker.respond(answered.id, Answer("accept", {"region": "eu"}), "alice")
-    await parking.park("run_p", [answered.id, open_.id])
-    assert "run_p" in parking and not resumed
-    await broker.respond(open_.id, Answer("decline"), "alice")
-    async with asyncio.timeout(10):
-        await gone_on.wait()
-    assert resumed == ["run_p"] and "run_p" not in parking
-    assert broker.pending_here() == 0
-    # The one whose end parking found by reading (not by a transition here) is announced again before it goes
-    # on, as a waiter here would; readers keep the first announcement of each question.
-    logged = await backend.events.read(conversation_key("alice", "conv_1"), 0)
-    resolved = [d for _, d in logged if d.get("type") == "elicitation-resolved"]
-    assert [d["elicitationId"] for d in resolved].count(answered.id) == 2
+    parking = Parking(here, resume)
+    one, two = question(run_id="run_p"), question(run_id="run_p")
+    try:
+        parking.hold("run_p", [one.id, two.id])  # as the asker does, before the questions show
+        for made in (one, two):
+            await here.open(made)
+        assert here.pending_here() == 2
+        await here.respond(one.id, Answer("accept", {"region": "eu"}), "alice")
+        await elsewhere.respond(two.id, Answer("decline"), "alice")  # another instance takes the second
+        await until(lambda: here.pending_here() == 0)  # the second heard of through the store's notices
+        assert not resumed  # its task has not ended yet
+        parking.park("run_p")
+        async with asyncio.timeout(10):
+            await gone_on.wait()
+        assert resumed == ["run_p"] and "run_p" not in parking
+        # The end heard from elsewhere is announced again here before the run goes on, as a waiter here would
+        # (readers keep the first announcement of each question); the one answered here is announced once.
+        logged = await backend.events.read(conversation_key("alice", "conv_1"), 0)
+        resolved = [d["elicitationId"] for _, d in logged if d.get("type") == "elicitation-resolved"]
+        assert (resolved.count(one.id), resolved.count(two.id)) == (1, 2)
+    finally:
+        await here.close()
+
+
+async def test_a_round_let_go_of_hears_nothing_more(backend: Backend) -> None:
+    broker = Broker(backend.elicitations, RunStream(backend.events), durable=backend.durable)
+    parking = Parking(broker, resume=lambda run_id: asyncio.sleep(0))
+    asked = question(run_id="run_r")
+    parking.hold("run_r", [asked.id])
+    await broker.open(asked)
+    parking.release("run_r")  # it waits in its task after all
+    assert "run_r" not in parking and broker.pending_here() == 0
+    await broker.respond(asked.id, Answer("decline"), "alice")
+    assert "run_r" not in parking

@@ -300,10 +300,11 @@ class Conversations:
             try:
                 if not resumed:
                     await self.backend.runs.save(record)
-                await self.runner.run(record, resumed=resumed, parks=True, unparked=unparked)
-            except Parked as parked:
+                parking = self._parking.spot(record.run_id)
+                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked)
+            except Parked:
                 # Its pause is on record: held here until the round ends, then resumed from it (`_unpark`).
-                await self._parking.park(record.run_id, parked.elicitation_ids)
+                self._parking.park(record.run_id)
             finally:
                 if self._tasks.get(record.run_id) is task:  # not the task of a run resumed meanwhile
                     del self._tasks[record.run_id]

@@ -23,6 +23,7 @@ from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit, SavePause
 from elicithub.runtime.models import Model, ToolSpec
+from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
 
@@ -36,13 +37,13 @@ class Showing:
     """Where a run's questions show: on the stream of `run_id` (its own, or for a delegated run the one the
     person follows), through `emit`, asked by the agents of `agent_path` (outermost first). `active` says whether
     `run_id` is still its conversation's run: a new message supersedes it, and the runs it delegated to with it.
-    `parks`: the run may let go of its task while its questions wait (runtime/parking.py)."""
+    `parking`: where the run may park, letting go of its task while its questions wait (runtime/parking.py)."""
 
     run_id: str
     emit: Emit
     agent_path: tuple[str, ...]
     active: Callable[[], Awaitable[bool]]
-    parks: bool = False
+    parking: Spot | None = None
 
     def context(self, record: RunRecord, asker: Asker | None) -> CallContext:
         """A call's context: the run's person, its questions shown here."""
@@ -101,20 +102,21 @@ class Runner:
         self.conversations = conversations
 
     async def run(
-        self, record: RunRecord, *, resumed: bool = False, parks: bool = False, unparked: bool = False
+        self, record: RunRecord, *, resumed: bool = False, parking: Spot | None = None, unparked: bool = False
     ) -> None:
         """Run until the model answers without tool calls, then commit the conversation and end the stream.
 
         A new run starts with RunStarted; a `resumed` one first finishes the tool calls its record says were
         interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to continue; so
-        does a run that `parks` (raising Parked) and is resumed `unparked`, its stream going on as if it had waited.
+        does a run that parks at its `parking` (raising Parked), resumed `unparked`, its stream going on as if it
+        had waited.
         """
         key = conversation_key(record.user_id, record.conversation_id)
 
         async def emit(event: StreamEvent) -> None:
             await self.stream.emit(key, record.run_id, event)
 
-        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parks)
+        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parking)
         with telemetry.run(record, resumed) as span:
             record, messages, reason = await self._steps(record, emit, showing, resumed, unparked)
             span.note("outcome", reason, failed=reason == "error")
@@ -225,7 +227,7 @@ class Runner:
             resume=resume,
             agent_path=showing.agent_path,
             active=showing.active,
-            parks=showing.parks,
+            parking=showing.parking,
         )
 
     async def _active(self, key: str, run_id: str) -> bool:

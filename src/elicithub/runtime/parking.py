@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, KeysView
+from collections.abc import Awaitable, Callable, Iterable, KeysView
 from dataclasses import dataclass, field
 
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import State
 from elicithub.core.events import ElicitationResolved
 
 log = logging.getLogger(__name__)
@@ -26,18 +25,15 @@ class Parked(BaseException):
     """Unwinds a paused run's task while its questions wait. A BaseException, like a cancellation, so that no
     `except Exception` takes it for the tool call's failure and no span records it as an error."""
 
-    def __init__(self, elicitation_ids: list[str]) -> None:
-        super().__init__(f"parked on {len(elicitation_ids)} question(s)")
-        self.elicitation_ids = elicitation_ids
-
 
 @dataclass
 class _Round:
-    """One parked run's round: the questions not yet known to have ended, and those whose end was heard from
-    another instance (announced again here before the run goes on, as a waiter here would)."""
+    """One run's round: the questions not yet known to have ended, those whose end was heard from another instance
+    (announced again here before the run goes on, as a waiter here would), and whether its task has ended."""
 
     waiting: set[str]
     elsewhere: list[str] = field(default_factory=list)
+    parked: bool = False
 
 
 class Parking:
@@ -48,7 +44,7 @@ class Parking:
         self._resume = resume
         self._rounds: dict[str, _Round] = {}
         self._runs: dict[str, str] = {}  # question id -> the run parked on it
-        self._checks: set[asyncio.Task[None]] = set()
+        self._going_on: set[asyncio.Task[None]] = set()
 
     def __contains__(self, run_id: str) -> bool:
         return run_id in self._rounds
@@ -59,20 +55,33 @@ class Parking:
     def runs(self) -> KeysView[str]:
         return self._rounds.keys()
 
-    async def park(self, run_id: str, elicitation_ids: list[str]) -> None:
-        """Hold `run_id` until each of `elicitation_ids` has ended. The questions are read after the broker is
-        told to report their ends, so one that ended in between (after the pause was saved) is not missed."""
-        self._rounds[run_id] = _Round(set(elicitation_ids))
-        for elicitation_id in elicitation_ids:
-            self._runs[elicitation_id] = run_id
-            self.broker.park(elicitation_id, self._ended)
-        for elicitation_id in elicitation_ids:
-            stored = await self.broker.store.get(elicitation_id)
-            if stored is None or stored.state is not State.PENDING:
-                self._ended(elicitation_id, announced=False)
+    def spot(self, run_id: str) -> Spot:
+        return Spot(self, run_id)
 
-    def _ended(self, elicitation_id: str, announced: bool) -> None:
-        """The broker's report: a question ended, here (announced on the run's stream) or elsewhere."""
+    def hold(self, run_id: str, elicitation_ids: Iterable[str]) -> None:
+        """Hear of each question's end from now on, before it shows (or is read to see whether it is still open), so
+        no end falls between that and the run's parking."""
+        self._rounds[run_id] = _Round(set(elicitation_ids))
+        for elicitation_id in self._rounds[run_id].waiting:
+            self._runs[elicitation_id] = run_id
+            self.broker.park(elicitation_id, self.ended)
+
+    def release(self, run_id: str) -> None:
+        """The run waits after all (nothing open to wait on, or it cannot park): hear of nothing more."""
+        round_ = self._rounds.pop(run_id, None)
+        for elicitation_id in round_.waiting if round_ is not None else ():
+            self._runs.pop(elicitation_id, None)
+            self.broker.unpark(elicitation_id)
+
+    def park(self, run_id: str) -> None:
+        """The run's task has ended (Parked): it goes on once its round has, which may be now."""
+        round_ = self._rounds.get(run_id)
+        if round_ is not None:
+            round_.parked = True
+            self._go_on_if_over(run_id, round_)
+
+    def ended(self, elicitation_id: str, announced: bool) -> None:
+        """The broker's report: a question ended, here (announced on its run's stream) or on another instance."""
         run_id = self._runs.pop(elicitation_id, None)
         self.broker.unpark(elicitation_id)
         round_ = None if run_id is None else self._rounds.get(run_id)
@@ -81,10 +90,14 @@ class Parking:
         round_.waiting.discard(elicitation_id)
         if not announced:
             round_.elsewhere.append(elicitation_id)
-        if not round_.waiting:
-            check = asyncio.create_task(self._go_on(run_id, round_.elsewhere))
-            self._checks.add(check)
-            check.add_done_callback(self._checks.discard)
+        self._go_on_if_over(run_id, round_)
+
+    def _go_on_if_over(self, run_id: str, round_: _Round) -> None:
+        if round_.parked and not round_.waiting:
+            round_.parked = False  # once
+            going_on = asyncio.create_task(self._go_on(run_id, round_.elsewhere))
+            self._going_on.add(going_on)
+            going_on.add_done_callback(self._going_on.discard)
 
     async def _go_on(self, run_id: str, elsewhere: list[str]) -> None:
         """Resume the run; it counts as parked until then, so the sweep's recover() never takes it meanwhile."""
@@ -101,12 +114,31 @@ class Parking:
 
     async def close(self) -> list[str]:
         """Forget every parked run (they stay on record, for a hub to resume); the questions they waited on."""
-        for check in list(self._checks):
-            check.cancel()
-        await asyncio.gather(*self._checks, return_exceptions=True)
+        for going_on in list(self._going_on):
+            going_on.cancel()
+        await asyncio.gather(*self._going_on, return_exceptions=True)
         waiting = list(self._runs)
         for elicitation_id in waiting:
             self.broker.unpark(elicitation_id)
         self._rounds.clear()
         self._runs.clear()
         return waiting
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Where one run parks: what its asker holds (runtime/asker.py)."""
+
+    parking: Parking
+    run_id: str
+
+    def hold(self, elicitation_ids: Iterable[str]) -> None:
+        self.parking.hold(self.run_id, elicitation_ids)
+
+    def ended(self, elicitation_ids: Iterable[str]) -> None:
+        """Questions of the held round read as ended (asked and answered before it was held)."""
+        for elicitation_id in elicitation_ids:
+            self.parking.ended(elicitation_id, announced=True)
+
+    def release(self) -> None:
+        self.parking.release(self.run_id)
