@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Answer
+from elicithub.core.elicitation import Answer, State
 from elicithub.core.events import (
     ElicitationRequested,
     ElicitationResolved,
@@ -278,3 +278,24 @@ async def test_a_round_let_go_of_hears_nothing_more(backend: Backend) -> None:
     assert "run_r" not in parking and broker.pending_here() == 0
     await broker.respond(asked.id, Answer("decline"), "alice")
     assert "run_r" not in parking
+
+
+async def test_the_sweep_resumes_a_round_past_its_deadline_whose_end_was_not_heard(backend: Backend) -> None:
+    deaf = Broker(backend.elicitations, RunStream(backend.events), durable=backend.durable)  # not listening
+    elsewhere = Broker(backend.elicitations, RunStream(backend.events), durable=backend.durable)
+    resumed: list[str] = []
+
+    async def resume(run_id: str) -> None:
+        resumed.append(run_id)
+
+    parking = Parking(deaf, resume)
+    asked = question(0, run_id="run_o")  # due at once
+    parking.hold("run_o", [asked.id])
+    await deaf.open(asked)
+    parking.parks("run_o", [asked], [asked.id])
+    parking.park("run_o")
+    await parking.check_overdue()
+    assert "run_o" in parking and not resumed  # still open: the sweep's expire_due ends it (and that is heard)
+    await elsewhere.end(asked.id, State.EXPIRED)  # another instance's sweep ends it; no notice reaches this one
+    await parking.check_overdue()
+    await until(lambda: resumed == ["run_o"])

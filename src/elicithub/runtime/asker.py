@@ -155,7 +155,7 @@ class Asker:
             await self._emit(RunPaused(tuple(e.id for e in waiting)))
         if parking is not None:
             if waiting:
-                parking.ended(set(ids) - {e.id for e in waiting})
+                parking.parks(waiting, ids)
                 raise Parked
             parking.release()
         with telemetry.questions(waiting) as ended:

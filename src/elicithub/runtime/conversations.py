@@ -343,11 +343,13 @@ class Conversations:
         return len(self._tasks.keys() | self._parking.runs())  # a run parking still ends its task
 
     def parked(self) -> int:
-        """Runs of this instance parked: waiting on their questions without a task."""
+        """Runs of this instance parked (or parking): waiting on their questions without a task."""
         return len(self._parking)
 
     async def recover(self) -> int:
-        """Continue the unfinished runs of instances that are gone (and this one's own, after a restart)."""
+        """Continue the unfinished runs of instances that are gone (and this one's own, after a restart), and the
+        runs parked here whose round is over although no notice said so."""
+        await self._parking.check_overdue()
         runs = self.backend.runs
         taken = 0
         for listed in await runs.unfinished():

@@ -12,8 +12,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, KeysView
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from elicithub.core.broker import Broker
+from elicithub.core.elicitation import Elicitation, State, utcnow
 from elicithub.core.events import ElicitationResolved
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,8 @@ class _Round:
     waiting: set[str]
     elsewhere: list[str] = field(default_factory=list)
     parked: bool = False
+    due: datetime | None = None
+    """When the last of its questions expires: past it, the round is read back (`check_overdue`)."""
 
 
 class Parking:
@@ -72,6 +76,13 @@ class Parking:
         for elicitation_id in round_.waiting if round_ is not None else ():
             self._runs.pop(elicitation_id, None)
             self.broker.unpark(elicitation_id)
+
+    def parks(self, run_id: str, waiting: list[Elicitation], elicitation_ids: list[str]) -> None:
+        """The run is about to park on `waiting`; the rest of its round's `elicitation_ids` were read as ended."""
+        round_ = self._rounds[run_id]
+        round_.due = max(e.expires_at for e in waiting)
+        for elicitation_id in set(elicitation_ids) - {e.id for e in waiting}:
+            self.ended(elicitation_id, announced=True)
 
     def park(self, run_id: str) -> None:
         """The run's task has ended (Parked): it goes on once its round has, which may be now."""
@@ -112,6 +123,16 @@ class Parking:
         finally:
             self._rounds.pop(run_id, None)
 
+    async def check_overdue(self) -> None:
+        """Read back the rounds past their deadline (the sweep's): a waiting task would have woken at it, so an end
+        whose notice was lost (a store's subscription dropped it) still resumes its run."""
+        now = utcnow()
+        for round_ in [r for r in self._rounds.values() if r.parked and r.due is not None and r.due < now]:
+            for elicitation_id in list(round_.waiting):
+                stored = await self.broker.store.get(elicitation_id)
+                if stored is None or stored.state is not State.PENDING:
+                    self.ended(elicitation_id, announced=False)
+
     async def close(self) -> list[str]:
         """Forget every parked run (they stay on record, for a hub to resume); the questions they waited on."""
         for going_on in list(self._going_on):
@@ -135,10 +156,8 @@ class Spot:
     def hold(self, elicitation_ids: Iterable[str]) -> None:
         self.parking.hold(self.run_id, elicitation_ids)
 
-    def ended(self, elicitation_ids: Iterable[str]) -> None:
-        """Questions of the held round read as ended (asked and answered before it was held)."""
-        for elicitation_id in elicitation_ids:
-            self.parking.ended(elicitation_id, announced=True)
+    def parks(self, waiting: list[Elicitation], elicitation_ids: list[str]) -> None:
+        self.parking.parks(self.run_id, waiting, elicitation_ids)
 
     def release(self) -> None:
         self.parking.release(self.run_id)
