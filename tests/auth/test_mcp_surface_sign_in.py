@@ -50,11 +50,15 @@ def test_a_sign_in_asked_of_an_mcp_client_completes_the_call(
 
 
 def relayed(hub: RunningHub, url: str) -> None:
-    """Until the hub's MCP surface waits for the sign-in beside the run: the client's `accept` has arrived. (The
-    link names the question; a 2026-07-28 client is not told its id.)"""
+    """Until the hub's MCP surface waits for the sign-in beside the run (which waits in a task, or parked without
+    one): the client's `accept` has arrived. (The link names the question; a 2026-07-28 client is not told its id.)"""
     token = parse_qs(urlsplit(url).query)["t"][0]
     elicitation_id = hub.hub.links.verify(token, 60).elicitation_id
-    eventually(lambda: hub.hub.broker.waiters(elicitation_id) >= 2, "the client's accept never reached the hub")
+
+    def both_wait() -> bool:
+        return hub.hub.broker.waiters(elicitation_id) + hub.hub.conversations.parked() >= 2
+
+    eventually(both_wait, "the client's accept never reached the hub")
 
 
 @pytest.mark.parametrize("order", ["accept-then-sign-in", "accept-during-sign-in"])

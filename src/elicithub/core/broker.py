@@ -35,6 +35,9 @@ LISTENER_STOP_S = 3.0
 KEPT_OPENED = 10_000
 """Questions opened here and not yet waited on, remembered at most (one forgotten is read again by its wait)."""
 
+Ended = Callable[[str, bool], None]
+"""Told that a question ended: its id, and whether it was announced here (else it ended on another instance)."""
+
 
 @dataclass(frozen=True)
 class Resolution:
@@ -69,6 +72,7 @@ class Broker:
         self.durable = durable
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
         self._waiters: dict[str, _Waiting] = {}
+        self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None
         self._opened: dict[str, bool] = {}
         """Questions opened here that nobody waits on yet: whether a notice of an end (maybe theirs) came since."""
@@ -296,7 +300,16 @@ class Broker:
         return await self.store.purge(utcnow() - older_than)
 
     def pending_here(self) -> int:
-        return len(self._waiters)
+        """Questions waited on here: by a task, or by a run parked here."""
+        return len(self._waiters) + sum(1 for i in self._parked if i not in self._waiters)
+
+    def park(self, elicitation_id: str, ended: Ended) -> None:
+        """Tell `ended` once when the question ends, here or elsewhere, instead of a task waiting for it (a parked
+        run). Nobody waits for it here, so its end is announced by whoever makes the transition."""
+        self._parked[elicitation_id] = ended
+
+    def unpark(self, elicitation_id: str) -> None:
+        self._parked.pop(elicitation_id, None)
 
     def waiters(self, elicitation_id: str) -> int:
         """How many wait here for this question."""
@@ -333,6 +346,8 @@ class Broker:
             await self._announce_once(waiting, resolution)
             if not waiting.future.done():
                 waiting.future.set_result(resolution)
+        if (parked := self._parked.pop(elicitation.id, None)) is not None:
+            parked(elicitation.id, True)
         return True
 
     async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
@@ -345,7 +360,8 @@ class Broker:
                         for opened in list(self._opened) if elicitation_id is None else [elicitation_id]:
                             if opened in self._opened:
                                 self._opened[opened] = True
-                        for waiting in list(self._waiters) if elicitation_id is None else [elicitation_id]:
+                        everyone = [*self._waiters, *self._parked]
+                        for waiting in everyone if elicitation_id is None else [elicitation_id]:
                             await self._catch_up(waiting)
                 return
             except Exception:
@@ -354,6 +370,13 @@ class Broker:
             notices = self.store.resolutions()
 
     async def _catch_up(self, elicitation_id: str) -> None:
+        if elicitation_id in self._parked and elicitation_id not in self._transitions:
+            # A parked run's question ended elsewhere: its run goes on here. (A move made here resumes it when it
+            # wins, and catches up when it loses.)
+            stored = await self.store.get(elicitation_id)
+            ended = stored is None or stored.state is not State.PENDING
+            if ended and (parked := self._parked.pop(elicitation_id, None)) is not None:
+                parked(elicitation_id, False)
         waiting = self._waiters.get(elicitation_id)
         if waiting is None or waiting.future.done() or elicitation_id in self._transitions:
             # Nobody waits here, or the waiters already know (this process made the transition), or will: a move

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +13,7 @@ from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Pause
+from elicithub.runtime.parking import Parked, Spot
 
 SavePause = Callable[[Pause], Awaitable[None]]
 Emit = Callable[[StreamEvent], Awaitable[object]]
@@ -31,7 +33,8 @@ class Asker:
     `resume` is where the call stopped before the run was interrupted (a restart, another instance): the
     trigger continues from it, and a question asked again the same way gets the earlier answer instead of
     being shown twice. `active` says whether the run still has the conversation: a question opened once a new
-    message has superseded it is cancelled at once.
+    message has superseded it is cancelled at once. `parking`: where the run may park, ending its task while a
+    round waits, when the trigger can go on from the pause alone (raising Parked; it resumes from its pause).
     """
 
     def __init__(
@@ -43,6 +46,7 @@ class Asker:
         resume: Pause | None = None,
         agent_path: tuple[str, ...] = (),
         active: Callable[[], Awaitable[bool]] = _always,
+        parking: Spot | None = None,
     ) -> None:
         self.broker = broker
         self.agent_path = agent_path
@@ -50,6 +54,7 @@ class Asker:
         self._emit = emit
         self._resume = resume
         self._active = active
+        self._parking = parking
         self._earlier = list(resume.elicitation_ids.values()) if resume is not None else []
         self.paused = False
 
@@ -75,8 +80,12 @@ class Asker:
         trigger: str,
         keys: list[str] | None = None,
         state: JsonObject | None = None,
+        resumable: bool = False,
     ) -> list[Resolution]:
-        """Ask a round of questions together and wait until each has ended (answered, declined, expired...)."""
+        """Ask a round of questions together and wait until each has ended (answered, declined, expired...).
+
+        `resumable`: the trigger goes on from `state` alone, holding nothing open downstream meanwhile (a 2026-07-28
+        round, a sign-in), so a run that parks may let go of its task while the round waits."""
         keys = keys if keys is not None else [str(i) for i in range(len(elicitations))]
         if len(self.agent_path) > 1:  # a delegated agent asks: say which, outermost first
             path = list(self.agent_path)
@@ -90,14 +99,15 @@ class Asker:
             ids[key] = (earlier or elicitation).id
         await self._save(Pause(trigger, ids, state or {}))
         self.paused = True
-        for elicitation in fresh:
-            await self.broker.open(elicitation)
-        if not await self._active():
-            # Superseded meanwhile. The supersede cancelled what the run's pause named when it read it, which may
-            # have been before these were stored; read after storing them, one of the two sees every question.
-            await self.broker.cancel(list(ids.values()))
-            return await self._wait([ids[k] for k in keys], shown={})
-        return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh})
+        with self._holding(resumable, ids.values()) as parking:
+            for elicitation in fresh:
+                await self.broker.open(elicitation)
+            if not await self._active():
+                # Superseded meanwhile. The supersede cancelled what the run's pause named when it read it, which
+                # may have been before these were stored; read after storing them, one of the two sees every one.
+                await self.broker.cancel(list(ids.values()))
+                return await self._wait([ids[k] for k in keys], shown={}, parking=parking)
+            return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh}, parking=parking)
 
     async def checkpoint(self, trigger: str, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
         """Record where the call is without asking anything (a delegation notes its child run; a downstream task
@@ -105,8 +115,9 @@ class Asker:
         it back from `resume_from()`."""
         await self._save(Pause(trigger, elicitation_ids or {}, state))
 
-    async def answers(self, pause: Pause) -> dict[str, Resolution | None]:
-        """The answers to a round asked before the run was interrupted, waiting for those still open.
+    async def answers(self, pause: Pause, *, resumable: bool = False) -> dict[str, Resolution | None]:
+        """The answers to a round asked before the run was interrupted, waiting for those still open (`resumable`:
+        as for `ask`).
 
         None for a question the store no longer knows (purged long after it ended).
         """
@@ -114,14 +125,39 @@ class Asker:
         for key, elicitation_id in pause.elicitation_ids.items():
             if await self.broker.store.get(elicitation_id) is not None:
                 known[key] = elicitation_id
-        resolutions = await self._wait(list(known.values()), shown={})
+        with self._holding(resumable, known.values()) as parking:
+            resolutions = await self._wait(list(known.values()), shown={}, parking=parking)
         by_id = dict(zip(known.values(), resolutions, strict=True))
         return {key: by_id.get(elicitation_id) for key, elicitation_id in pause.elicitation_ids.items()}
 
-    async def _wait(self, ids: list[str], shown: dict[str, Elicitation]) -> list[Resolution]:
+    @contextlib.contextmanager
+    def _holding(self, resumable: bool, elicitation_ids: Iterable[str]) -> Iterator[Spot | None]:
+        """Where the run parks while this round waits, its place held before any question shows or is read (so no
+        end is missed), and let go unless it parks; None when it waits in its task. With telemetry on it waits:
+        each question's span is a child of the call's."""
+        if not resumable or self._parking is None or telemetry.enabled():
+            yield None
+            return
+        self._parking.hold(elicitation_ids)
+        try:
+            yield self._parking
+        except Parked:
+            raise
+        except BaseException:
+            self._parking.release()
+            raise
+
+    async def _wait(
+        self, ids: list[str], shown: dict[str, Elicitation], parking: Spot | None = None
+    ) -> list[Resolution]:
         waiting = [e for i in ids if (e := shown.get(i) or await self.broker.reopen(i)) is not None]
         if waiting:
             await self._emit(RunPaused(tuple(e.id for e in waiting)))
+        if parking is not None:
+            if waiting:
+                parking.parks(waiting, ids)
+                raise Parked
+            parking.release()
         with telemetry.questions(waiting) as ended:
             return await self.broker.wait_all(ids, ended, {e.id: e for e in waiting})
 

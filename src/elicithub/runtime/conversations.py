@@ -25,6 +25,7 @@ from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, ToolCall, conversation_key
 from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.loop import Runner
+from elicithub.runtime.parking import Parked, Parking
 from elicithub.runtime.stream import RunStream
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class Conversations:
         self.stream = stream
         self.instance = instance
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._parking = Parking(broker, self._unpark)
         self._readers: Counter[str] = Counter()
         self._reader_kinds: Counter[str] = Counter()
         self._watchers: list[Callable[[RunRecord], None]] = []
@@ -295,19 +297,32 @@ class Conversations:
             child = run.pause.child_run_id
             run = None if child is None else await self.backend.runs.get(child)
 
-    def _start(self, record: RunRecord, *, resumed: bool) -> None:
+    def _start(self, record: RunRecord, *, resumed: bool, unparked: bool = False) -> None:
         async def run() -> None:
             try:
                 if not resumed:
                     await self.backend.runs.save(record)
-                await self.runner.run(record, resumed=resumed)
+                parking = self._parking.spot(record.run_id)
+                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked)
+            except Parked:
+                # Its pause is on record: held here until the round ends, then resumed from it (`_unpark`).
+                self._parking.park(record.run_id)
             finally:
-                self._tasks.pop(record.run_id, None)
+                if self._tasks.get(record.run_id) is task:  # not the task of a run resumed meanwhile
+                    del self._tasks[record.run_id]
 
         # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
-        self._tasks[record.run_id] = asyncio.create_task(run())
-        for watcher in self._watchers:
-            watcher(record)
+        task = self._tasks[record.run_id] = asyncio.create_task(run())
+        if not unparked:  # a watcher of a run follows it through its parking
+            for watcher in self._watchers:
+                watcher(record)
+
+    async def _unpark(self, run_id: str) -> None:
+        """A parked run's round ended: it goes on here, from its record, as after a restart."""
+        record = await self.backend.runs.get(run_id)
+        if record is None or record.status == "finished" or record.owner != self.instance:
+            return  # stopped for good, or taken over by another instance meanwhile
+        self._start(record, resumed=True, unparked=True)
 
     async def _follow(self, key: str, run_id: str, after: int, kind: str) -> Followed:
         self._readers[run_id] += 1
@@ -326,14 +341,21 @@ class Conversations:
         return self._reader_kinds[kind]
 
     def running(self) -> int:
-        return len(self._tasks)
+        """Runs of this instance: going, or parked while their questions wait."""
+        return len(self._tasks.keys() | self._parking.runs())  # a run parking still ends its task
+
+    def parked(self) -> int:
+        """Runs of this instance parked (or parking): waiting on their questions without a task."""
+        return len(self._parking)
 
     async def recover(self) -> int:
-        """Continue the unfinished runs of instances that are gone (and this one's own, after a restart)."""
+        """Continue the unfinished runs of instances that are gone (and this one's own, after a restart), and the
+        runs parked here whose round is over although no notice said so."""
+        await self._parking.check_overdue()
         runs = self.backend.runs
         taken = 0
         for listed in await runs.unfinished():
-            if listed.run_id in self._tasks:
+            if listed.run_id in self._tasks or listed.run_id in self._parking:
                 continue
             # Read it again now that it is known not to run here: a run of ours may have finished since the list.
             record = await runs.get(listed.run_id)
@@ -350,7 +372,11 @@ class Conversations:
         return taken
 
     async def close(self) -> None:
+        waiting = await self._parking.close()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if not self.broker.durable:
+            # As a waiting run's would (Broker.wait_all): nobody can use an answer to them any more.
+            await self.broker.cancel(waiting)

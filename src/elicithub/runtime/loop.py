@@ -23,6 +23,7 @@ from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit, SavePause
 from elicithub.runtime.models import Model, ToolSpec
+from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
 
@@ -35,12 +36,14 @@ MAX_STEPS = 8
 class Showing:
     """Where a run's questions show: on the stream of `run_id` (its own, or for a delegated run the one the
     person follows), through `emit`, asked by the agents of `agent_path` (outermost first). `active` says whether
-    `run_id` is still its conversation's run: a new message supersedes it, and the runs it delegated to with it."""
+    `run_id` is still its conversation's run: a new message supersedes it, and the runs it delegated to with it.
+    `parking`: where the run may park, letting go of its task while its questions wait (runtime/parking.py)."""
 
     run_id: str
     emit: Emit
     agent_path: tuple[str, ...]
     active: Callable[[], Awaitable[bool]]
+    parking: Spot | None = None
 
     def context(self, record: RunRecord, asker: Asker | None) -> CallContext:
         """A call's context: the run's person, its questions shown here."""
@@ -98,20 +101,24 @@ class Runner:
         self.runs = runs
         self.conversations = conversations
 
-    async def run(self, record: RunRecord, *, resumed: bool = False) -> None:
+    async def run(
+        self, record: RunRecord, *, resumed: bool = False, parking: Spot | None = None, unparked: bool = False
+    ) -> None:
         """Run until the model answers without tool calls, then commit the conversation and end the stream.
 
         A new run starts with RunStarted; a `resumed` one first finishes the tool calls its record says were
-        interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to continue.
+        interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to continue; so
+        does a run that parks at its `parking` (raising Parked), resumed `unparked`, its stream going on as if it
+        had waited.
         """
         key = conversation_key(record.user_id, record.conversation_id)
 
         async def emit(event: StreamEvent) -> None:
             await self.stream.emit(key, record.run_id, event)
 
-        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id))
+        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parking)
         with telemetry.run(record, resumed) as span:
-            record, messages, reason = await self._steps(record, emit, showing, resumed)
+            record, messages, reason = await self._steps(record, emit, showing, resumed, unparked)
             span.note("outcome", reason, failed=reason == "error")
         await self._finish(key, record, messages)
         await emit(RunFinished(reason))
@@ -138,7 +145,7 @@ class Runner:
         return ToolOutcome(last_words(messages), is_error=reason == "error")
 
     async def _steps(
-        self, record: RunRecord, emit: Emit, showing: Showing, resumed: bool
+        self, record: RunRecord, emit: Emit, showing: Showing, resumed: bool, unparked: bool = False
     ) -> tuple[RunRecord, list[Message], str]:
         messages = list(record.messages)
         reason = "stop"
@@ -146,7 +153,8 @@ class Runner:
             if not resumed:
                 await emit(RunStarted(record.run_id))
             if resumed and record.tool_calls:
-                record = await self._calls(record, messages, record.tool_calls, record.call_index, emit, showing)
+                start = record.call_index
+                record = await self._calls(record, messages, record.tool_calls, start, emit, showing, unparked)
             for _ in range(MAX_STEPS):
                 # Listed before each turn: a call may have connected a server whose tools were unknown.
                 specs = await self._list_tools(record, showing)
@@ -185,19 +193,22 @@ class Runner:
         start: int,
         emit: Emit,
         showing: Showing,
+        shown: bool = False,
     ) -> RunRecord:
-        """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again."""
+        """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again; `shown`:
+        the stream shows call `start` already (an unparked run goes on with it)."""
         resume = record.pause if record.call_index == start else None
         checkpoint = Checkpoint(self.runs, record)
         for index in range(start, len(calls)):
             call = calls[index]
             checkpoint.start(messages, calls, index)
             asker = self._asker(showing, checkpoint.pause, resume if index == start else None)
-            await emit(call)
+            if not (shown and index == start):
+                await emit(call)
             if index == start and resume is not None and resume.state.get("kind") == "rerun":
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
-                await asker.answers(resume)
+                await asker.answers(resume, resumable=True)
             with telemetry.tool_call(call.name) as span:
                 outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
                 span.note("is_error", outcome.is_error, failed=outcome.is_error)
@@ -216,6 +227,7 @@ class Runner:
             resume=resume,
             agent_path=showing.agent_path,
             active=showing.active,
+            parking=showing.parking,
         )
 
     async def _active(self, key: str, run_id: str) -> bool:

@@ -89,7 +89,10 @@ class CredentialGate:
             await self.vault.forget_credential(server.id, user_id)
         credential = await self.usable(server, user_id)
         if credential is None:
-            credential = await self._connect(server, tool, context, user_id)
+            # A first sign-in comes before the call goes downstream: run again once it is answered, the call finds
+            # the token, so the run may park meanwhile. A reconnect or a step-up is a step of the call's own retries,
+            # which a rerun would not repeat the same way.
+            credential = await self._connect(server, tool, context, user_id, resumable=not reconnect)
         return f"Bearer {credential.access_token}"
 
     async def usable(self, server: ServiceConfig, user_id: str) -> Credential | None:
@@ -116,7 +119,14 @@ class CredentialGate:
             return refreshed
 
     async def _connect(
-        self, server: ServiceConfig, tool: str, context: CallContext, user_id: str, *, scope: str | None = None
+        self,
+        server: ServiceConfig,
+        tool: str,
+        context: CallContext,
+        user_id: str,
+        *,
+        scope: str | None = None,
+        resumable: bool = False,
     ) -> Credential:
         about: QuestionContext = {"trigger": "credential_required", "serverId": server.id, "toolName": tool}
         message = f"{server.display_name} requires authentication. Connect your account to continue."
@@ -136,7 +146,9 @@ class CredentialGate:
         token = self.links.sign(elicitation.id, user_id)
         elicitation = replace(elicitation, url=f"{self.public_url}/auth/connect?{urlencode({'t': token})}")
         assert context.asker is not None  # can_ask
-        [resolution] = await context.asker.ask([elicitation], trigger="credentials", state={"kind": "rerun"})
+        [resolution] = await context.asker.ask(
+            [elicitation], trigger="credentials", state={"kind": "rerun"}, resumable=resumable
+        )
         if resolution.outcome == "accepted":
             # The callback stores the token before it resolves the elicitation, so it is there now.
             credential = await self.vault.credential(server.id, user_id)

@@ -113,11 +113,13 @@ class Question:
         return await self.ask_round(requests, state)
 
     async def ask_round(self, requests: dict[str, mt.ElicitRequest], state: JsonObject) -> dict[str, mt.ElicitResult]:
-        """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart)."""
+        """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart).
+        Nothing is open downstream while it waits (the server has answered, or a task's poll is done), so the run
+        may park meanwhile."""
         self.asked = True
         keys = list(requests)
         elicitations = [self.build(requests[k].params) for k in keys]
-        resolutions = await self.asker.ask(elicitations, trigger="mcp", keys=keys, state=state)
+        resolutions = await self.asker.ask(elicitations, trigger="mcp", keys=keys, state=state, resumable=True)
         self.round_ids = {k: r.elicitation_id for k, r in zip(keys, resolutions, strict=True)}
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
 
@@ -134,7 +136,7 @@ class Question:
     async def answers_to(self, pause: Pause) -> dict[str, mt.ElicitResult]:
         """The answers to a round asked before a restart: waits for any still open."""
         answers: dict[str, mt.ElicitResult] = {}
-        for key, resolution in (await self.asker.answers(pause)).items():
+        for key, resolution in (await self.asker.answers(pause, resumable=True)).items():
             elicitation = None if resolution is None else await self.broker.store.get(resolution.elicitation_id)
             if resolution is None or elicitation is None:
                 answers[key] = mt.ElicitResult(action="cancel")

@@ -147,7 +147,9 @@ class TaskFollower:
                 # keys that are no longer outstanding.
                 responses: mt.InputResponses = dict(await question.answers_to(resume))
                 question.round_ids = dict(resume.elicitation_ids)
-                await self._answer(progress, responses, resume.state.get("request_state"))
+                ended = await self._answered(progress, responses, resume.state.get("request_state"))
+                if ended is not None:
+                    return ended
                 question.asker.forget_earlier()  # later rounds ask new questions, however alike they read
             return await self._poll(progress)
         except MCPError as exc:
@@ -197,6 +199,13 @@ class TaskFollower:
             {"inputRequests": fresh, "requestState": request_state, "resultType": "input_required"}
         )
         responses = await self.fulfil(round_, progress.state(request_state))
+        return await self._answered(progress, responses, request_state)
+
+    async def _answered(
+        self, progress: TaskProgress, responses: mt.InputResponses, request_state: str | None
+    ) -> mt.CallToolResult | None:
+        """A round's answers, asked now or before the run was parked or interrupted: told to the server, or, when
+        the person cancelled a question (or one expired), the task cancelled; a result when that ended the call."""
         if self.question.failure is not None:  # a question expired
             await self._cancel(progress, "")
             raise QuestionRefused(self.question.failure)
