@@ -13,15 +13,14 @@ from elicithub.auth.oidc import OidcVerifier
 from elicithub.config import UserConfig
 from elicithub.server.resource_metadata import ProtectedResource
 
-
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-
-
 SESSION_COOKIE = "elicithub_session"
 SESSION_MAX_AGE_S = 30 * 24 * 3600
 ANONYMOUS_COOKIE = "elicithub_anonymous"
 """An anonymous caller's own secret; the conversations the hub issues them are bound to it."""
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
 class Identity:
