@@ -63,7 +63,7 @@ def serve(
 
     import uvicorn
 
-    from elicithub.server.app import create_app
+    from elicithub.server.app import HubServer, create_app
     from elicithub.server.hub import Hub
 
     for wanted, module in ((loop.value, "uvloop"), (http.value, "httptools")):
@@ -82,13 +82,14 @@ def serve(
     typer.echo(f"elicithub listening on {address}  (store {loaded.store.shown_url}, model {loaded.model.kind})")
     if loaded.demo.enabled:
         typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
-    # Open chat streams must not hold a shutdown forever: their runs are on record and resume after a restart.
     try:
         hub = Hub(loaded, instance=instance or f"{socket.gethostname()}:{port}")
     except HubError as exc:  # an unusable key or store: say so, without a traceback
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    uvicorn.run(
+    # Open chat streams must not hold a shutdown: HubServer ends them at once, the grace period bounds the rest
+    # (their runs are on record and resume after a restart).
+    served = uvicorn.Config(
         create_app(loaded, hub),
         host=host,
         port=port,
@@ -97,6 +98,7 @@ def serve(
         loop=loop.value,
         http=http.value,
     )
+    HubServer(served, hub).run()
 
 
 @app.command("test")

@@ -266,7 +266,8 @@ async def test_a_round_that_ended_before_its_task_did_goes_on_once_it_has(backen
         after = 0
         async with asyncio.timeout(10):
             while len(resolved) < 3:
-                for after, data in await backend.events.wait(conversation_key("alice", "conv_1"), after, 5):
+                for seq, data in await backend.events.wait(conversation_key("alice", "conv_1"), after, 5):
+                    after = seq
                     if data.get("type") == "elicitation-resolved":
                         resolved.append(data["elicitationId"])
         assert (resolved.count(one.id), resolved.count(two.id)) == (1, 2)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
 import pytest
 
-from elicithub.server.streaming import parse_event_id
+from elicithub.server.streaming import OpenStreams, SSEResponse, parse_event_id
 from tests.conftest import RunningHub, sse_data
+from tests.core_fixtures import until
 from tests.server.test_chat_ui_stream import UIStream, text_part, ui_body
 
 
@@ -51,3 +57,56 @@ def test_an_event_id_of_any_length_is_read_without_a_server_error(hub: RunningHu
             assert any(p["type"] == "data-elicitation-request" for p in parts)
     assert hub.answer("alice", "conv-long-id", asked[-1]["id"], "decline").status_code == 200
     stream.close()
+
+
+@pytest.mark.anyio
+async def test_a_shutdown_ends_open_streams_as_if_their_clients_had_left() -> None:
+    streams = OpenStreams()
+    closed = asyncio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def frames() -> AsyncGenerator[bytes, None]:
+        try:
+            yield b"data: first\r\n\r\n"
+            await asyncio.Event().wait()  # an idle run: nothing more comes
+            yield b"never"
+        finally:
+            closed.set()
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    response = SSEResponse(frames(), keepalive_s=3600, headers={}, streams=streams)
+    serving = asyncio.create_task(response({"type": "http"}, receive, send))
+    await until(lambda: len(sent) == 2 and len(streams) == 1)  # its headers and first frame are out
+
+    streams.end_all()
+    with anyio.fail_after(10):
+        await serving  # ends without raising: the stream was let go, not the server's task cancelled
+    assert closed.is_set() and len(streams) == 0
+    assert [m.get("body") for m in sent] == [None, b"data: first\r\n\r\n"]
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_ended_is_not_ended_again() -> None:
+    streams = OpenStreams()
+    sent: list[dict[str, Any]] = []
+
+    async def frames() -> AsyncGenerator[bytes, None]:
+        yield b"data: only\r\n\r\n"
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    response = SSEResponse(frames(), keepalive_s=3600, headers={}, streams=streams)
+    await response({"type": "http"}, receive, send)
+    streams.end_all()  # nothing open: nothing to end
+    assert len(streams) == 0 and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}

@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 from elicithub.errors import HubError
 
 JsonObject = dict[str, Any]
@@ -22,6 +24,17 @@ class BadNumber(HubError, ValueError):
 def dumps(value: Any, *, compact: bool = True) -> str:
     """`compact=False` keeps json.dumps' usual separators, which the OpenAI surface's event text has always had."""
     return json.dumps(value, separators=(",", ":") if compact else None, allow_nan=False)
+
+
+def dumps_event(value: Any) -> str:
+    """Compact JSON for a stream's event frame, by orjson (several times faster than `dumps`): the same JSON, with
+    text past ASCII as UTF-8 rather than `\\u` escapes. What orjson refuses (a lone surrogate, an integer past 64
+    bits, a key that is not a string) goes through `dumps`. NaN and the infinities, which the hub refuses where
+    they enter (`loads`), orjson would write as null rather than fail mid-stream."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return dumps(value)
 
 
 def _refuse_constant(token: str) -> Any:

@@ -2,61 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from types import FrameType
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 from elicithub import __version__
 from elicithub.config import Config
-from elicithub.errors import (
-    AlreadyResolved,
-    BadRequest,
-    Expired,
-    HubError,
-    IdentityUnavailable,
-    InvalidContent,
-    NotFound,
-    PayloadTooLarge,
-)
+from elicithub.errors import HubError
 from elicithub.server import routes, web
+from elicithub.server.bodies import field_name
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
-from elicithub.surfaces import field_errors
-
-STATUSES: list[tuple[type[HubError], int]] = [
-    (PayloadTooLarge, 413),
-    (BadRequest, 400),
-    (NotFound, 404),
-    (AlreadyResolved, 409),
-    (Expired, 410),
-    (InvalidContent, 422),
-    (IdentityUnavailable, 503),
-]
-"""How the package's errors map to HTTP statuses (the first match wins); anything else is a 500."""
-
-
-class ErrorResponse(JSONResponse):
-    """JSON in ASCII: an error may quote what a client sent, lone surrogates included, and must still encode."""
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-def error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
-    return ErrorResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
-
-
-def _field(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p != "body"]
-    return ".".join(parts) or "body"
+from elicithub.server.replies import http_error, hub_error
+from elicithub.server.wire import Wire
 
 
 class _RedactQuery(logging.Filter):
@@ -76,6 +44,34 @@ def redact_access_log() -> None:
         access.addFilter(_RedactQuery())
 
 
+class HubApp(FastAPI):
+    """FastAPI, with the chat and answer endpoints (server/wire.py) taken before its middleware, routing and
+    dependency machinery (and its per-request look at the telemetry providers, which reads the environment)."""
+
+    wire: Wire
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self.wire.route(scope)
+        if route is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await self.wire.serve(route, scope, receive, send)
+
+
+class HubServer(uvicorn.Server):
+    """uvicorn's server, which ends the hub's open chat streams as soon as it is told to stop: their runs are on
+    record and their readers reattach, so nothing is gained by holding them for the grace period."""
+
+    def __init__(self, config: uvicorn.Config, hub: Hub) -> None:
+        super().__init__(config)
+        self._hub = hub
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(RuntimeError):  # no loop runs yet: there is no stream to end
+            asyncio.get_running_loop().call_soon(self._hub.streams.end_all)
+        super().handle_exit(sig, frame)
+
+
 def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     hub = hub if hub is not None else Hub(config)
 
@@ -90,7 +86,8 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
         finally:
             await hub.close()
 
-    app = FastAPI(title="elicithub", version=__version__, lifespan=lifespan)
+    app = HubApp(title="elicithub", version=__version__, lifespan=lifespan)
+    app.wire = Wire(hub)
     app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
@@ -105,29 +102,15 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
 
     @app.exception_handler(HubError)
     async def _hub_error(_: Request, exc: HubError) -> JSONResponse:
-        status = next((s for kind, s in STATUSES if isinstance(exc, kind)), 500)
-        if isinstance(exc, InvalidContent):
-            return error(status, exc.code, str(exc), fields=field_errors(exc))
-        return error(status, exc.code, str(exc))
+        return hub_error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [f"{_field(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
-        return error(422, "invalid_request", "; ".join(problems))
+        problems = [f"{field_name(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        return http_error(422, "; ".join(problems))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {
-            400: "bad_request",
-            401: "unauthorized",
-            403: "forbidden",
-            404: "not_found",
-            405: "method_not_allowed",
-            422: "invalid_request",
-        }
-        response = error(exc.status_code, codes.get(exc.status_code, "error"), str(exc.detail))
-        if exc.headers:
-            response.headers.update(exc.headers)
-        return response
+        return http_error(exc.status_code, str(exc.detail), exc.headers)
 
     return app

@@ -33,6 +33,7 @@ from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
+from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a_server import A2aSurface
@@ -113,6 +114,8 @@ class Hub:
         for delegation in delegations:
             delegation.run_child = runner.run_child
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
+        self.streams = OpenStreams()
+        """The chat streams being written; a shutdown ends them at once."""
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
         oidc = config.auth.oidc
         self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -18,9 +20,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+        if _declared_over(scope, self.max_bytes):
+            await refusal(self.max_bytes)(scope, receive, send)
             return
         received = 0
         too_large = started = False
@@ -49,17 +50,39 @@ class BodyLimit:
             if not too_large:
                 raise
         if too_large and not started:
-            await self._refuse(send)
+            await refusal(self.max_bytes)(scope, receive, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps(
-            {
-                "error": {
-                    "code": "payload_too_large",
-                    "message": f"The request body is larger than {self.max_bytes} bytes (limits.max_body_bytes).",
-                }
-            }
-        ).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+
+def _declared_over(scope: Scope, max_bytes: int) -> bool:
+    declared = next((value for name, value in scope["headers"] if name == b"content-length"), None)
+    return declared is not None and declared.isdigit() and int(declared) > max_bytes
+
+
+def refusal(max_bytes: int) -> Response:
+    message = f"The request body is larger than {max_bytes} bytes (limits.max_body_bytes)."
+    body = json.dumps({"error": {"code": "payload_too_large", "message": message}}).encode()
+    return Response(body, status_code=413, headers={"content-type": "application/json"})
+
+
+async def read_body(scope: Scope, receive: Receive, max_bytes: int) -> bytes | None:
+    """The whole body, for a route that takes its requests before `BodyLimit` sees them; None when it is over
+    `max_bytes`, declared or as it streams in (what is left of it is not read). Raises `ClientDisconnect` when the
+    client goes away first."""
+    if _declared_over(scope, max_bytes):
+        return None
+    chunks: list[bytes] = []
+    received = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk: bytes = message.get("body", b"")
+        received += len(chunk)
+        if received > max_bytes:
+            return None
+        if not message.get("more_body", False):
+            if not chunks:
+                return chunk  # the usual case: the whole body in one message
+            chunks.append(chunk)
+            return b"".join(chunks)
+        chunks.append(chunk)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import APIRouter, Header
 from pydantic import BaseModel
 from starlette.responses import Response
+
+from elicithub.server.bodies import ID, ChatCompletionsBody, ResponseBody, UIChatBody
 
 
 class FieldProblem(BaseModel):
@@ -26,8 +29,8 @@ class ErrorBody(BaseModel):
 
 
 class EventStream(Response):
-    """The response class of a streaming route, for the documentation only (the routes return sse-starlette
-    responses). It names no media type: `stream()` documents the 200 as text/event-stream, and FastAPI then
+    """The response class of a streaming route, for the documentation only (the routes return an SSEResponse).
+    It names no media type: `stream()` documents the 200 as text/event-stream, and FastAPI then
     documents the errors as the JSON they are."""
 
 
@@ -65,3 +68,37 @@ _EVENT = {
 def stream(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
     sse = {"content": {"text/event-stream": {"itemSchema": _EVENT}}, "description": description}
     return {200: sse, **errors(*statuses)}
+
+
+wire_routes = APIRouter()
+"""The routes served ahead of FastAPI (server/wire.py), for the documentation and for FastAPI's 405 to any other
+method: a POST to one of these paths never reaches the functions below, which only lend FastAPI their signatures
+(the body each takes, its headers, what it answers)."""
+
+
+@wire_routes.post("/run/api/elicitation-responses", responses=errors(400, 401, 404, 409, 410, 413, 422))
+async def elicitation_responses(body: ResponseBody) -> dict[str, str]:
+    raise NotImplementedError("served by elicithub.server.wire")
+
+
+@wire_routes.post(
+    "/run/v1/chat/completions",
+    response_class=EventStream,
+    responses=stream("`chat.completion.chunk` events, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
+)
+async def chat_completions(
+    body: ChatCompletionsBody,
+    x_conversation_id: Annotated[
+        str | None, Header(description="The conversation; a new one when absent.", json_schema_extra=ID)
+    ] = None,
+) -> Response:
+    raise NotImplementedError("served by elicithub.server.wire")
+
+
+@wire_routes.post(
+    "/run/api/chat",
+    response_class=EventStream,
+    responses=stream("The AI SDK UI message stream, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
+)
+async def ui_chat(body: UIChatBody) -> Response:
+    raise NotImplementedError("served by elicithub.server.wire")

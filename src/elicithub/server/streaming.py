@@ -1,11 +1,13 @@
-"""Turning a run's events into an SSE response, in whichever surface's format."""
+"""Turning a run's events into an SSE response, in whichever surface's format, written straight to the transport."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Protocol
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from elicithub.core.events import RunFinished, StreamEvent
 
@@ -25,6 +27,125 @@ class Writer(Protocol):
 
 Events = AsyncIterator[tuple[int, StreamEvent]] | Iterable[tuple[int, StreamEvent]]
 
+KEEPALIVE = b": keep-alive\r\n\r\n"
+"""An SSE comment: proxies see traffic on an idle stream, readers skip it."""
+
+_RECANCEL_S = 0.05
+
+
+class OpenStreams:
+    """The SSE responses being written. A shutdown ends them at once, as if their clients had left (their runs are
+    on record and their readers reattach), instead of holding it until the server's grace period is over."""
+
+    def __init__(self) -> None:
+        self._open: set[SSEResponse] = set()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def add(self, response: SSEResponse) -> None:
+        self._open.add(response)
+
+    def discard(self, response: SSEResponse) -> None:
+        self._open.discard(response)
+
+    def end_all(self) -> None:
+        for response in list(self._open):
+            response.end()
+
+
+class SSEResponse(Response):
+    """An SSE response: headers at once, then each event's frames in one write as the event comes, and a keep-alive
+    comment after `keepalive_s` without a write. One task beside the response's own watches the client (the only
+    way to hear that it left while the run is idle) and sends the keep-alives; when the client goes away the
+    response stops and closes its frames, so the run no longer counts the reader."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        frames: AsyncGenerator[bytes, None],
+        *,
+        keepalive_s: float,
+        headers: Mapping[str, str],
+        streams: OpenStreams,
+    ) -> None:
+        self.status_code = 200
+        self.background = None
+        self._frames = frames
+        self._keepalive_s = keepalive_s
+        self._written = 0.0
+        self._gone = False
+        self._stopping = False
+        self._cancels = 0
+        self._streams = streams
+        self._watcher: asyncio.Task[None] | None = None
+        self._ending = False
+        # The headers and their order sse-starlette gave these streams, so proxies treat them as before.
+        self.init_headers(
+            {**headers, "cache-control": "no-store", "connection": "keep-alive", "x-accel-buffering": "no"}
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        streaming = asyncio.current_task()
+        assert streaming is not None
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        self._written = loop.time()
+        watcher = self._watcher = loop.create_task(self._watch(receive, send, streaming))
+        self._streams.add(self)
+        try:
+            async for chunk in self._frames:
+                self._written = loop.time()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            watcher.cancel()  # before the last message: a keep-alive must not follow it
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            self._stopping = True
+            # The watcher's cancellations, when the client left, end the response; any other goes on up.
+            left = streaming.cancelling()
+            for _ in range(self._cancels):
+                left = streaming.uncancel()
+            if not self._gone or left > 0:
+                raise
+        finally:
+            self._streams.discard(self)
+            watcher.cancel()
+            await self._frames.aclose()
+
+    def end(self) -> None:
+        """Stop as if the client had left (the server shuts down)."""
+        if self._watcher is not None and not self._gone:
+            self._ending = True
+            self._watcher.cancel()
+
+    async def _watch(self, receive: Receive, send: Send, streaming: asyncio.Task[None]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout_at(self._written + self._keepalive_s):
+                        message = await receive()
+                except TimeoutError:
+                    if loop.time() >= self._written + self._keepalive_s:
+                        self._written = loop.time()
+                        await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                    continue
+                if message["type"] == "http.disconnect":
+                    break
+        except OSError:
+            pass  # a server that reports a gone client by failing the send (ASGI 2.4)
+        except asyncio.CancelledError:
+            if not self._ending:
+                raise  # the response ended on its own
+        self._gone = True
+        # Cancelled again until the response takes it: a wait it cancels may swallow a cancellation that comes
+        # just as what it waits for does (asyncio.wait_for in Python 3.11), and the response would wait on.
+        while not self._stopping:
+            self._cancels += 1
+            streaming.cancel()
+            await asyncio.sleep(_RECANCEL_S)
+
 
 def sse(
     writer: Writer,
@@ -33,42 +154,38 @@ def sse(
     *,
     keepalive_s: float,
     headers: Mapping[str, str],
+    streams: OpenStreams,
     first: list[StreamEvent] | None = None,
-) -> EventSourceResponse:
+) -> SSEResponse:
     """An SSE response that writes a run's events (each with `id: RUN:SEQ`, for `Last-Event-ID`) until the run
-    finishes or the events end, with keep-alive comments while idle. `first` are written before them (no id)."""
-    return EventSourceResponse(
-        _body(writer, run_id, events, first or []),
-        headers=dict(headers),
-        ping=keepalive_s,
-        ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"),
-        sep="\n",
-    )
+    finishes or the events end, with keep-alive comments while idle. `first` are written before them (no id).
+    `streams`: the open responses a shutdown ends."""
+    frames = _frames(writer, run_id, events, first or [])
+    return SSEResponse(frames, keepalive_s=keepalive_s, headers=headers, streams=streams)
 
 
-async def _body(
-    writer: Writer, run_id: str, events: Events, first: list[StreamEvent]
-) -> AsyncIterator[ServerSentEvent]:
-    for line in writer.start():
-        yield ServerSentEvent(data=line)
-    for event in first:
-        for line in writer.write(event):
-            yield ServerSentEvent(data=line)
+def _data(lines: list[str], event_id: str | None = None) -> bytes:
+    head = "" if event_id is None else f"id: {event_id}\r\n"
+    return "".join(f"{head}data: {line}\r\n\r\n" for line in lines).encode()
+
+
+async def _frames(writer: Writer, run_id: str, events: Events, first: list[StreamEvent]) -> AsyncGenerator[bytes, None]:
+    """Each event's frames as one chunk; the writer's start and `first` as the first."""
+    yield _data(writer.start() + [line for event in first for line in writer.write(event)])
     if not isinstance(events, AsyncIterator):
         events = _aiter(events)
     try:
         async for seq, event in events:
-            event_id = f"{run_id}:{seq}" if writer.event_ids else None
-            for line in writer.write(event):
-                yield ServerSentEvent(data=line, id=event_id)
+            lines = writer.write(event)
+            if lines:
+                yield _data(lines, f"{run_id}:{seq}" if writer.event_ids else None)
             if isinstance(event, RunFinished):
                 return
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-    for line in writer.end():
-        yield ServerSentEvent(data=line)
+    yield _data(writer.end())
 
 
 async def _aiter(events: Iterable[tuple[int, StreamEvent]]) -> AsyncIterator[tuple[int, StreamEvent]]:

@@ -15,7 +15,7 @@ from elicithub.core.events import (
     request_event,
     resolved_event,
 )
-from elicithub.core.jsonwire import dumps
+from elicithub.core.jsonwire import dumps, dumps_event
 
 DONE = "[DONE]"
 
@@ -36,7 +36,7 @@ class OpenAIChunkWriter:
             "model": self.model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         }
-        return dumps(chunk)
+        return dumps_event(chunk)
 
     def start(self) -> list[str]:
         return [self._chunk({"role": "assistant", "content": ""})]

@@ -16,7 +16,7 @@ from elicithub.core.events import (
     request_event,
     resolved_event,
 )
-from elicithub.core.jsonwire import dumps
+from elicithub.core.jsonwire import dumps_event
 from elicithub.core.runs import ToolCall
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
@@ -24,7 +24,7 @@ DONE = "[DONE]"
 
 
 def _part(part: dict[str, Any]) -> str:
-    return dumps(part)
+    return dumps_event(part)
 
 
 class UIMessageStreamWriter:
