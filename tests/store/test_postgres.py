@@ -234,7 +234,10 @@ HOT_PATH = [
     (runs.PURGE, (1.0, 2000)),
     (runs.ALIVE, ("hub",)),
     (conversations.GET, ("c1",)),
+    (conversations.GET_WITH_MESSAGES, ("c1",)),
+    (conversations.HISTORY, ("c1", 10)),
     (conversations.UPDATE, ("c1", 2, False, 1.0, "{}", 1)),
+    (conversations.UPDATE_WITH_MESSAGES, ("c1", 2, False, 1.0, "{}", 1, 20, ["{}"])),
     (conversations.PURGE, (1.0, 2000)),
     (events.APPEND, ("c1", "{}")),
     (events.READ, ("c1", 0, 1000)),
@@ -281,6 +284,10 @@ async def test_every_hot_path_query_is_served_by_an_index(postgres_url: str) -> 
             await connection.execute(
                 "INSERT INTO elicithub_conversations SELECT 'c' || n, 1, n % 10 = 0, n, '{}' "
                 "FROM generate_series(1, 5000) n"
+            )
+            await connection.execute(
+                "INSERT INTO elicithub_conversation_messages SELECT 'c' || (n / 20), n % 20, '{}' "
+                "FROM generate_series(20, 10019) n"
             )
             await connection.execute(
                 "INSERT INTO elicithub_event_logs SELECT 'c' || n, 20 FROM generate_series(1, 500) n"

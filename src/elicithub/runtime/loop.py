@@ -219,12 +219,14 @@ class Runner:
         )
 
     async def _active(self, key: str, run_id: str) -> bool:
-        conversation = await self.conversations.get(key)
+        conversation = await self.conversations.get(key, messages=False)
         return conversation is not None and conversation.active_run_id == run_id
 
     async def _finish(self, key: str, record: RunRecord, messages: list[Message]) -> None:
-        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished."""
-        while (conversation := await self.conversations.get(key)) is not None:
+        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished.
+        While the run is active its conversation holds just the messages it started from, so the write adds only
+        what the run said."""
+        while (conversation := await self.conversations.get(key, messages=False)) is not None:
             if conversation.active_run_id != record.run_id:
                 break
             done = replace(

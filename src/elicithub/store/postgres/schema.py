@@ -72,6 +72,16 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX elicithub_kv_expiring ON elicithub_kv (expires_at) WHERE expires_at IS NOT NULL;
     """,
+    # 2: each conversation's messages one row each, written once; rows of step 1 keep theirs inline in `data` (and
+    # hubs of step 1 read rows written since as conversations without messages).
+    """
+    CREATE TABLE elicithub_conversation_messages (
+        key text NOT NULL,
+        pos integer NOT NULL,
+        data jsonb NOT NULL,
+        PRIMARY KEY (key, pos)
+    );
+    """,
 )
 
 LATEST = len(MIGRATIONS)
