@@ -48,3 +48,9 @@ def test_the_memory_benchmark_runs() -> None:
 def test_the_holdings_benchmark_runs() -> None:
     out = run("holds.py", "--n", "5", "--top", "3")
     assert "KB traced per question" in out, out
+
+
+def test_the_long_conversation_benchmark_runs() -> None:
+    out = run("long.py", "--n", "3", "--turns", "1,4", "--concurrency", "2", "--settle", "0")
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| sqlite")]
+    assert [row[1] for row in rows] == ["1", "4"] and all(row[2] == "3" for row in rows), out
