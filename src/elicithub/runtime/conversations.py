@@ -118,7 +118,7 @@ class Conversations:
         key = conversation_key(caller.user_id, conversation_id)
         run_id = new_id("run")
         while True:
-            current = await self.backend.conversations.get(key)
+            current = await self._with_messages(key)
             base = current or ConversationRecord(key, conversation_id, caller.user_id, list(history or []))
             after = await self.backend.events.last(key)
             record = replace(
@@ -130,6 +130,7 @@ class Conversations:
                 updated_at=time.time(),
             )
             if await self.backend.conversations.put(record, None if current is None else current.version):
+                self.runner.histories.saw(record)
                 break
         if current is not None and current.active_run_id is not None:
             await self._supersede(current.active_run_id)
@@ -148,6 +149,19 @@ class Conversations:
         )
         self._start(run, resumed=False)
         return Sent(conversation_id, run_id, after)
+
+    async def _with_messages(self, key: str) -> ConversationRecord | None:
+        """The conversation with all its messages: those this hub still holds if it is as this hub last saw it."""
+        light = await self.backend.conversations.get(key, messages=False)
+        if light is None:
+            return None
+        known = self.runner.histories.with_messages(light)
+        if known is not None:
+            return known
+        read = await self.backend.conversations.get(key)
+        if read is not None:
+            self.runner.histories.saw(read)
+        return read
 
     async def answer(
         self, caller: Caller, elicitation_id: str, answer: Answer, conversation_id: str | None = None

@@ -22,6 +22,7 @@ from elicithub.core.events import (
 from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit, SavePause
+from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
@@ -97,6 +98,7 @@ class Runner:
         self.stream = stream
         self.runs = runs
         self.conversations = conversations
+        self.histories = Histories()  # the conversations' messages as this hub last wrote them
 
     async def run(self, record: RunRecord, *, resumed: bool = False) -> None:
         """Run until the model answers without tool calls, then commit the conversation and end the stream.
@@ -237,6 +239,7 @@ class Runner:
                 updated_at=record.with_().updated_at,
             )
             if await self.conversations.put(done, conversation.version):
+                self.histories.saw(done)
                 break
         finished = next_status(record.status, "finish")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
