@@ -1,7 +1,7 @@
 """Long conversations: the cost of one question round trip in conversations that already have 1, 50 and 200 turns.
 
 Run:  uv run python bench/long.py [--turns 1,50,200] [--n 200] [--concurrency 8] [--stores sqlite,redis]
-      [--settle 1] [--cold]
+      [--settle 3] [--cold]
 
 Per store, the MRTR test server (tests/servers/mrtr_server.py) and one hub (`elicithub serve`) run as their own
 processes. For each conversation length T, N conversations are seeded (not measured) by one streamed
@@ -213,7 +213,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="measured round trips per length (default 200)")
     parser.add_argument("--concurrency", type=int, default=8, help="round trips at a time (default 8)")
     parser.add_argument("--stores", default="sqlite", help="comma-separated: sqlite, redis (default sqlite)")
-    parser.add_argument("--settle", type=float, default=1.0, help="seconds between seeding and measuring (default 1)")
+    parser.add_argument("--settle", type=float, default=3.0, help="seconds between seeding and measuring (default 3)")
     parser.add_argument("--cold", action="store_true", help="seed all N conversations before measuring any")
     args = parser.parse_args()
     plan = Plan([int(t) for t in args.turns.split(",")], args.n, args.concurrency, args.settle, args.cold)
