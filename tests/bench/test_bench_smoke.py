@@ -54,3 +54,9 @@ def test_the_sdk_client_benchmark_runs_both_ways_and_groups_the_sdk_cost() -> No
     out = run("sdk_client.py", "--n", "4", "--block", "2", "--profile")
     assert "| official SDK" in out and "| same requests by hand" in out and "The SDK's own work" in out, out
     assert "| pydantic" in out, out
+
+
+def test_the_long_conversation_benchmark_runs() -> None:
+    out = run("long.py", "--n", "3", "--turns", "1,4", "--concurrency", "2", "--settle", "0")
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| sqlite")]
+    assert [row[1] for row in rows] == ["1", "4"] and all(row[2] == "3" for row in rows), out

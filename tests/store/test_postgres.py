@@ -13,6 +13,7 @@ import asyncpg
 import pytest
 
 from elicithub.core.elicitation import State, utcnow
+from elicithub.core.runs import ConversationRecord
 from elicithub.errors import StoreUnusable
 from elicithub.store import open_backend
 from elicithub.store.postgres import PostgresBackend, conversations, elicitations, events, kv, runs
@@ -72,18 +73,27 @@ async def test_a_database_of_the_previous_version_gets_only_the_new_step_and_kee
     postgres_server: PostgresServer,
 ) -> None:
     url = postgres_server.fresh("migrate_previous")
-    backend = open_backend(url)
-    try:
-        await backend.runs.heartbeat("hub_a", 60)
-    finally:
-        await backend.close()
     connection = await asyncpg.connect(url)
     try:
-        assert await migrate(connection, (*MIGRATIONS, EXTRA_STEP)) == [LATEST + 1]
-        assert await migrate(connection, (*MIGRATIONS, EXTRA_STEP)) == []  # applied once
+        assert await migrate(connection, MIGRATIONS[:-1]) == list(range(1, LATEST))
+        # Records as hubs of that version wrote them: a conversation with its messages inline, an instance's beat.
+        said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        data = {**ConversationRecord("c1", "chat-1", "alice", version=1).to_json(), "messages": said}
+        await connection.execute(
+            "INSERT INTO elicithub_conversations VALUES ('c1', 1, false, 1.0, $1)", json.dumps(data)
+        )
+        await connection.execute("INSERT INTO elicithub_instances VALUES ('hub_a', 1.0)")
+        assert await migrate(connection) == [LATEST]
+        assert await migrate(connection) == []  # applied once
         assert await connection.fetchval("SELECT count(*) FROM elicithub_instances") == 1
     finally:
         await connection.close()
+    backend = open_backend(url)
+    try:
+        found = await backend.conversations.get("c1")
+        assert found is not None and found.messages == said
+    finally:
+        await backend.close()
 
 
 async def test_a_hub_refuses_a_schema_newer_than_it_knows_and_says_so(postgres_server: PostgresServer) -> None:
@@ -234,7 +244,10 @@ HOT_PATH = [
     (runs.PURGE, (1.0, 2000)),
     (runs.ALIVE, ("hub",)),
     (conversations.GET, ("c1",)),
+    (conversations.GET_WITH_MESSAGES, ("c1",)),
+    (conversations.HISTORY, ("c1", 10)),
     (conversations.UPDATE, ("c1", 2, False, 1.0, "{}", 1)),
+    (conversations.UPDATE_WITH_MESSAGES, ("c1", 2, False, 1.0, "{}", 1, 20, ["{}"])),
     (conversations.PURGE, (1.0, 2000)),
     (events.APPEND, ("c1", "{}")),
     (events.READ, ("c1", 0, 1000)),
@@ -281,6 +294,10 @@ async def test_every_hot_path_query_is_served_by_an_index(postgres_url: str) -> 
             await connection.execute(
                 "INSERT INTO elicithub_conversations SELECT 'c' || n, 1, n % 10 = 0, n, '{}' "
                 "FROM generate_series(1, 5000) n"
+            )
+            await connection.execute(
+                "INSERT INTO elicithub_conversation_messages SELECT 'c' || (n / 20), n % 20, '{}' "
+                "FROM generate_series(20, 10019) n"
             )
             await connection.execute(
                 "INSERT INTO elicithub_event_logs SELECT 'c' || n, 20 FROM generate_series(1, 500) n"

@@ -47,15 +47,19 @@ class ElicitationStore(Protocol):
 class RunStore(Protocol):
     """Runs by `run_id`."""
 
-    async def save(self, record: RunRecord) -> None: ...
+    async def save(self, record: RunRecord) -> None:
+        """Write the record; of its messages only its own (those after its conversation's `history`)."""
 
-    async def get(self, run_id: str) -> RunRecord | None: ...
+    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+        """The record, its messages with its conversation's `history` read back; `messages=False`: without any
+        (`messages` empty), a look at where it is that costs the same however long the conversation."""
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         """Take over a run from `expected_owner` (compare-and-set): of several claimants exactly one wins."""
 
     async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
-        """Runs not finished, preferably of owners other than `other_than` (the caller itself)."""
+        """Runs not finished, preferably of owners other than `other_than` (the caller itself), without their
+        messages (`get` reads one whole)."""
 
     async def purge(self, finished_before: float) -> int:
         """Forget runs that finished before this time (unix seconds)."""
@@ -68,18 +72,23 @@ class RunStore(Protocol):
 
 
 class ConversationStore(Protocol):
-    """Conversations by `key` (see `core.runs.conversation_key`), written by compare-and-set on `version`."""
+    """Conversations by `key` (see `core.runs.conversation_key`), written by compare-and-set on `version`; each
+    conversation's messages in a list apart that only grows, so a write costs the same however long it is."""
 
-    async def get(self, key: str) -> ConversationRecord | None: ...
+    async def get(self, key: str, *, messages: bool = True) -> ConversationRecord | None:
+        """The record with its messages; `messages=False`: without them (its `stored` still counts them), for those
+        who need only its active run."""
 
     async def put(self, record: ConversationRecord, expected_version: int | None) -> bool:
-        """Write `record` (whose `version` is the new one) if the stored version is `expected_version`.
+        """Write `record` (whose `version` is the new one) if the stored version is `expected_version`, and add
+        its messages after the `record.stored` already kept, in the same step: a writer that loses adds none.
 
         `expected_version=None`: only if no conversation has this key yet. False when another writer won.
         """
 
     async def purge(self, idle_before: float) -> int:
-        """Forget conversations not written since this time (unix seconds) and without an active run."""
+        """Forget conversations not written since this time (unix seconds) and without an active run, their
+        messages and event logs with them."""
 
 
 class KeyValueStore(Protocol):

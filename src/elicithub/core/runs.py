@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Required, TypedDict
 from urllib.parse import quote
@@ -101,20 +102,29 @@ class RunRecord:
     surface: str = "chat"  # where its person is (chat, mcp, a2a, slack)
     modes: list[str] = field(default_factory=lambda: ["form", "url"])  # the questions their client can show
     updated_at: float = 0.0
+    history: int = 0
+    """How many of the first `messages` are its conversation's first messages, which the store keeps once with the
+    conversation: a save writes only the run's own messages after them, so its cost does not grow with the
+    conversation. A delegated run's messages are all its own (0)."""
 
     def to_json(self) -> JsonObject:
-        """A JSON-ready view, sharing this record's lists and dicts (serialize it, don't change it): no deep
-        copy, since every pause and step writes one."""
+        """A JSON-ready view without the conversation's `history` messages, sharing this record's lists and dicts
+        (serialize it, don't change it): no deep copy, since every pause and step writes one."""
         data = dict(vars(self))
+        data["messages"] = self.messages[self.history :]
         data["tool_calls"] = [call.to_json() for call in self.tool_calls]
         data["pause"] = None if self.pause is None else dict(vars(self.pause))
         return data
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> RunRecord:
+    def from_json(cls, data: JsonObject, history: Sequence[Message] = (), *, messages: bool = True) -> RunRecord:
+        """From `to_json`'s form and the conversation's first messages it names (`history`), or without any messages
+        (`messages=False`). Records of earlier versions hold all their messages and no `history`."""
         pause = data.get("pause")
         calls = [ToolCall.from_json(call) for call in data.get("tool_calls", [])]
-        return cls(**{**data, "tool_calls": calls, "pause": Pause(**pause) if pause else None})
+        own = data["messages"] if messages else []
+        fields = {**data, "messages": [*history, *own], "history": len(history)}
+        return cls(**{**fields, "tool_calls": calls, "pause": Pause(**pause) if pause else None})
 
     def with_(self, **changes: Any) -> RunRecord:
         return replace(self, updated_at=time.time(), **changes)
@@ -125,25 +135,34 @@ class ConversationRecord:
     """A conversation as the store keeps it: whose it is, what was said, and the one run it may have going.
 
     `key` is unique across users (Alice's and Bob's `chat-1` are two conversations); `version` grows with
-    every write, so writers compare-and-set on it.
+    every write, so writers compare-and-set on it. The store keeps the messages apart, in a list that only grows:
+    a write adds `messages[stored:]`, the messages said since the record was read.
     """
 
     key: str
     id: str
     user_id: str | None
-    messages: list[Message] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)  # empty when read without them
     active_run_id: str | None = None
     active_run_after: int = 0  # the event log's position just before the active run's first event
     version: int = 0
     updated_at: float = 0.0
+    stored: int = field(default=0, compare=False)
+    """How many messages the store held when this record was read: the next write adds only those after them."""
 
     def to_json(self) -> JsonObject:
-        """A JSON-ready view, sharing this record's lists (serialize it, don't change it)."""
-        return dict(vars(self))
+        """A JSON-ready view without the messages (the store keeps them apart)."""
+        data = dict(vars(self))
+        del data["messages"], data["stored"]
+        return data
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> ConversationRecord:
-        return cls(**data)
+    def from_json(cls, data: JsonObject, messages: list[Message] | None = None, stored: int = 0) -> ConversationRecord:
+        """From `to_json`'s form and the `stored` messages kept apart (`messages`: those read, if any), or from the
+        form of earlier versions, whose messages are inline and not yet in the list: the next write adds them all."""
+        if "messages" in data:
+            return cls(**data)
+        return cls(**data, messages=messages or [], stored=stored)
 
 
 # Run transitions: a run is running, waits (paused) for answers, runs again, and finishes once.

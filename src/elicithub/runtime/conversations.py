@@ -120,7 +120,7 @@ class Conversations:
         key = conversation_key(caller.user_id, conversation_id)
         run_id = new_id("run")
         while True:
-            current = await self.backend.conversations.get(key)
+            current = await self._with_messages(key)
             base = current or ConversationRecord(key, conversation_id, caller.user_id, list(history or []))
             # A new conversation's log is read from its start: any position before the run's first event will do
             # (readers skip other runs' events), so one unknown to the store needs no read of its length.
@@ -134,6 +134,7 @@ class Conversations:
                 updated_at=time.time(),
             )
             if await self.backend.conversations.put(record, None if current is None else current.version):
+                self.runner.histories.saw(record)
                 break
         if current is not None and current.active_run_id is not None:
             await self._supersede(current.active_run_id)
@@ -148,9 +149,23 @@ class Conversations:
             updated_at=time.time(),
             surface=caller.surface,
             modes=sorted(caller.modes),
+            history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
         )
         self._start(run, resumed=False)
         return Sent(conversation_id, run_id, after)
+
+    async def _with_messages(self, key: str) -> ConversationRecord | None:
+        """The conversation with all its messages: those this hub still holds if it is as this hub last saw it."""
+        light = await self.backend.conversations.get(key, messages=False)
+        if light is None:
+            return None
+        known = self.runner.histories.with_messages(light)
+        if known is not None:
+            return known
+        read = await self.backend.conversations.get(key)
+        if read is not None:
+            self.runner.histories.saw(read)
+        return read
 
     async def answer(
         self, caller: Caller, elicitation_id: str, answer: Answer, conversation_id: str | None = None
@@ -161,7 +176,7 @@ class Conversations:
         after = await self.backend.events.last(key)
         resolution = await self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation)
         followed = self._readers[elicitation.run_id] > 0
-        run = await self.backend.runs.get(elicitation.run_id)
+        run = await self.backend.runs.get(elicitation.run_id, messages=False)
         call = None
         if run is not None and run.call_index < len(run.tool_calls):
             call = run.tool_calls[run.call_index]
@@ -169,7 +184,7 @@ class Conversations:
 
     async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:
         """`run_id`'s events after position `after`, as they come, up to its end."""
-        conversation = await self.get(caller, conversation_id)
+        conversation = await self.get(caller, conversation_id, messages=False)
         return Following(run_id, self._follow(conversation.key, run_id, after, "chat"))
 
     async def reattach(
@@ -178,7 +193,7 @@ class Conversations:
         """For a reader coming back: the rest of the run `resume` names after its position (whether that run still
         goes on or has ended since, as long as the log keeps the rest), or else the active run's events from its
         start. None when neither has anything to give."""
-        conversation = await self.get(caller, conversation_id)
+        conversation = await self.get(caller, conversation_id, messages=False)
         run_id = conversation.active_run_id
         if resume is not None and resume[0] != run_id and await self.stream.holds(conversation.key, *resume):
             return Following(resume[0], self._follow(conversation.key, resume[0], resume[1], "reattached"))
@@ -189,21 +204,23 @@ class Conversations:
 
     async def pending(self, caller: Caller, conversation_id: str) -> list[Elicitation]:
         """The questions the conversation's run waits on now, oldest first."""
-        conversation = await self.get(caller, conversation_id)
+        conversation = await self.get(caller, conversation_id, messages=False)
         if conversation.active_run_id is None:
             return []
-        run = await self.backend.runs.get(conversation.active_run_id)
+        run = await self.backend.runs.get(conversation.active_run_id, messages=False)
         if run is None or run.pause is None:
             return []
         waiting = await self.open_questions(caller, run.pause.elicitation_ids.values())
         return sorted(waiting, key=lambda e: e.created_at)
 
-    async def get(self, caller: Caller, conversation_id: str) -> ConversationRecord:
-        """The caller's conversation; unknown or another user's: not found."""
+    async def get(self, caller: Caller, conversation_id: str, *, messages: bool = True) -> ConversationRecord:
+        """The caller's conversation (`messages=False`: without its messages); unknown or another user's: not
+        found."""
         check_conversation_id(conversation_id)
         if caller.user_id is None and not held_by(conversation_id, caller.anonymous):
             raise ConversationNotFound(conversation_id)
-        conversation = await self.backend.conversations.get(conversation_key(caller.user_id, conversation_id))
+        key = conversation_key(caller.user_id, conversation_id)
+        conversation = await self.backend.conversations.get(key, messages=messages)
         if conversation is None:
             raise ConversationNotFound(conversation_id)
         return conversation
@@ -278,7 +295,7 @@ class Conversations:
         is no longer active (it ended, or a newer message superseded it)."""
         key = conversation_key(caller.user_id, conversation_id)
         while True:
-            current = await self.backend.conversations.get(key)
+            current = await self.backend.conversations.get(key, messages=False)
             if current is None or current.active_run_id != run_id:
                 return False
             stopped = replace(current, active_run_id=None, version=current.version + 1, updated_at=time.time())
@@ -291,11 +308,11 @@ class Conversations:
         """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs, and so are
         those of the runs it delegated to, down the chain (each waits inside its parent's call). Each run then
         ends: its call gets the cancellation, and it makes no more calls once it is no longer the active run."""
-        run = await self.backend.runs.get(run_id)
+        run = await self.backend.runs.get(run_id, messages=False)
         while run is not None and run.pause is not None:
             await self.broker.cancel(list(run.pause.elicitation_ids.values()))
             child = run.pause.child_run_id
-            run = None if child is None else await self.backend.runs.get(child)
+            run = None if child is None else await self.backend.runs.get(child, messages=False)
 
     def _start(self, record: RunRecord, *, resumed: bool, unparked: bool = False) -> None:
         async def run() -> None:

@@ -22,6 +22,7 @@ from elicithub.core.events import (
 from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit, SavePause
+from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
@@ -100,6 +101,7 @@ class Runner:
         self.stream = stream
         self.runs = runs
         self.conversations = conversations
+        self.histories = Histories()  # the conversations' messages as this hub last wrote them
 
     async def run(
         self, record: RunRecord, *, resumed: bool = False, parking: Spot | None = None, unparked: bool = False
@@ -231,12 +233,14 @@ class Runner:
         )
 
     async def _active(self, key: str, run_id: str) -> bool:
-        conversation = await self.conversations.get(key)
+        conversation = await self.conversations.get(key, messages=False)
         return conversation is not None and conversation.active_run_id == run_id
 
     async def _finish(self, key: str, record: RunRecord, messages: list[Message]) -> None:
-        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished."""
-        while (conversation := await self.conversations.get(key)) is not None:
+        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished.
+        While the run is active its conversation holds just the messages it started from, so the write adds only
+        what the run said."""
+        while (conversation := await self.conversations.get(key, messages=False)) is not None:
             if conversation.active_run_id != record.run_id:
                 break
             done = replace(
@@ -247,6 +251,7 @@ class Runner:
                 updated_at=record.with_().updated_at,
             )
             if await self.conversations.put(done, conversation.version):
+                self.histories.saw(done)
                 break
         finished = next_status(record.status, "finish")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))

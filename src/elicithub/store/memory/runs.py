@@ -1,4 +1,4 @@
-"""The in-process backend's runs."""
+"""The in-process backend's runs: the records themselves, so a save copies nothing however long the conversation."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ class MemoryRuns:
     async def save(self, record: RunRecord) -> None:
         self._items[record.run_id] = record
 
-    async def get(self, run_id: str) -> RunRecord | None:
-        return self._items.get(run_id)
+    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+        record = self._items.get(run_id)
+        return record if record is None or messages else _without_messages(record)
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         record = self._items.get(run_id)
@@ -27,7 +28,8 @@ class MemoryRuns:
         return True
 
     async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
-        return [r for r in self._items.values() if r.status != "finished" and r.owner != other_than][:limit]
+        listed = [r for r in self._items.values() if r.status != "finished" and r.owner != other_than][:limit]
+        return [_without_messages(r) for r in listed]
 
     async def purge(self, finished_before: float) -> int:
         old = [k for k, r in self._items.items() if r.status == "finished" and r.updated_at < finished_before]
@@ -40,3 +42,7 @@ class MemoryRuns:
 
     async def alive(self, owner: str) -> bool:
         return False
+
+
+def _without_messages(record: RunRecord) -> RunRecord:
+    return replace(record, messages=[], history=0)

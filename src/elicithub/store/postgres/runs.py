@@ -1,11 +1,16 @@
 """The Postgres backend's runs: one row each, taken over by compare-and-set on the owner, and the instances'
-heartbeats, timed by the database's clock so hubs with skewed clocks agree on who is alive."""
+heartbeats, timed by the database's clock so hubs with skewed clocks agree on who is alive. The conversation's
+messages a run started from are read from the conversation's own."""
 
 from __future__ import annotations
 
 import json
 
-from elicithub.core.runs import RunRecord
+import asyncpg
+
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.store.postgres.conversations import HISTORY
 from elicithub.store.postgres.db import PostgresDb, rows
 from elicithub.store.postgres.schema import PURGE_BATCH
 
@@ -45,10 +50,17 @@ class PostgresRuns:
         data = json.dumps(record.to_json(), separators=(",", ":"))
         await pool.execute(SAVE, record.run_id, record.status, record.owner, record.updated_at, data)
 
-    async def get(self, run_id: str) -> RunRecord | None:
+    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
         pool = await self._db.pool()
         row = await pool.fetchrow(GET, run_id)
-        return None if row is None else _record(row["owner"], row["data"])
+        if row is None:
+            return None
+        data = _data(row)
+        if not messages:
+            return RunRecord.from_json(data, messages=False)
+        count = data.get("history", 0)
+        key = conversation_key(data["user_id"], data["conversation_id"])
+        return RunRecord.from_json(data, json.loads(await pool.fetchval(HISTORY, key, count)) if count else ())
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         pool = await self._db.pool()
@@ -56,7 +68,8 @@ class PostgresRuns:
 
     async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
         pool = await self._db.pool()
-        return [_record(row["owner"], row["data"]) for row in await pool.fetch(UNFINISHED, other_than, limit)]
+        listed = await pool.fetch(UNFINISHED, other_than, limit)
+        return [RunRecord.from_json(_data(row), messages=False) for row in listed]
 
     async def purge(self, finished_before: float) -> int:
         pool = await self._db.pool()
@@ -78,6 +91,7 @@ class PostgresRuns:
         return bool(await pool.fetchval(ALIVE, owner))
 
 
-def _record(owner: str, data: str) -> RunRecord:
-    """The owner column is the truth: a claim changes only it."""
-    return RunRecord.from_json({**json.loads(data), "owner": owner})
+def _data(row: asyncpg.Record) -> JsonObject:
+    """The record's JSON with its owner: the owner column is the truth (a claim changes only it)."""
+    data: JsonObject = json.loads(row["data"])
+    return {**data, "owner": row["owner"]}

@@ -72,6 +72,17 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX elicithub_kv_expiring ON elicithub_kv (expires_at) WHERE expires_at IS NOT NULL;
     """,
+    # 2: each conversation's messages one row each, written once; rows of step 1 keep theirs inline in `data` until
+    # their next write. Hubs of step 1 would read the rows written since without their messages (and runs not at
+    # all), so unlike the rule above this step wants them stopped first (README says so).
+    """
+    CREATE TABLE elicithub_conversation_messages (
+        key text NOT NULL,
+        pos integer NOT NULL,
+        data jsonb NOT NULL,
+        PRIMARY KEY (key, pos)
+    );
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -1,4 +1,5 @@
-"""The Redis backend's conversations: `elicithub:conversation:<key>`, hashes written by compare-and-set on version."""
+"""The Redis backend's conversations: `elicithub:conversation:<key>`, hashes written by compare-and-set on version,
+and their messages in the list `elicithub:conversation-messages:<key>`, added to by the same script."""
 
 from __future__ import annotations
 
@@ -6,32 +7,65 @@ import json
 
 import redis.asyncio as redis
 
-from elicithub.core.runs import ConversationRecord
+from elicithub.core.runs import ConversationRecord, Message
 from elicithub.store.redis.client import PREFIX
 
-# KEYS: the conversation. ARGV: the expected version ('' for none yet), the new JSON, the new version, seconds kept.
+# KEYS: the conversation, its messages. ARGV: the expected version ('' for none yet), the new JSON, the new version,
+# seconds kept, how many messages the writer read, then the messages to add. Past those the writer read, the list
+# holds nothing of this conversation (it was read with its messages inline, in a hash of an earlier version, or is
+# new): the list goes on from them. Pushed in slices, since Lua's unpack takes some thousands at most.
 _PUT_CONVERSATION = """
 local current = redis.call('HGET', KEYS[1], 'version')
 if (ARGV[1] == '' and current) or (ARGV[1] ~= '' and current ~= ARGV[1]) then
     return 0
 end
 redis.call('HSET', KEYS[1], 'version', ARGV[3], 'data', ARGV[2])
+local stored = tonumber(ARGV[5])
+if stored == 0 then
+    redis.call('DEL', KEYS[2])
+else
+    redis.call('LTRIM', KEYS[2], 0, stored - 1)
+end
+for i = 6, #ARGV, 1000 do
+    redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
 redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
 return 1
 """
 
 
+def messages_key(key: str) -> str:
+    return f"{PREFIX}conversation-messages:{key}"
+
+
+def decode(items: list[bytes | str]) -> list[Message]:
+    """Messages as the list holds them (one JSON text each), decoded as one JSON array."""
+    messages: list[Message] = json.loads("[" + ",".join(map(str, items)) + "]")
+    return messages
+
+
 class RedisConversations:
-    """Conversations shared by every hub; Redis forgets one `retention_s` after its last write."""
+    """Conversations shared by every hub; Redis forgets one (and its messages) `retention_s` after its last write."""
 
     def __init__(self, client: redis.Redis, retention_s: float) -> None:
         self._redis = client
         self._put = client.register_script(_PUT_CONVERSATION)
         self._retention_s = max(int(retention_s), 1)
 
-    async def get(self, key: str) -> ConversationRecord | None:
-        data = await self._redis.hget(f"{PREFIX}conversation:{key}", "data")
-        return None if data is None else ConversationRecord.from_json(json.loads(data))
+    async def get(self, key: str, *, messages: bool = True) -> ConversationRecord | None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hget(f"{PREFIX}conversation:{key}", "data")
+            if messages:
+                pipe.lrange(messages_key(key), 0, -1)
+            else:
+                pipe.llen(messages_key(key))
+            data, kept = await pipe.execute()
+        if data is None:
+            return None
+        if messages:
+            return ConversationRecord.from_json(json.loads(data), decode(kept), len(kept))
+        return ConversationRecord.from_json(json.loads(data), stored=kept)
 
     async def put(self, record: ConversationRecord, expected_version: int | None) -> bool:
         args: list[str | int] = [
@@ -39,8 +73,11 @@ class RedisConversations:
             json.dumps(record.to_json(), separators=(",", ":")),
             str(record.version),
             self._retention_s,
+            record.stored,
+            *(json.dumps(m, separators=(",", ":")) for m in record.messages[record.stored :]),
         ]
-        return bool(await self._put(keys=[f"{PREFIX}conversation:{record.key}"], args=args))
+        keys = [f"{PREFIX}conversation:{record.key}", messages_key(record.key)]
+        return bool(await self._put(keys=keys, args=args))
 
     async def purge(self, idle_before: float) -> int:
-        return 0  # idle conversations expire by their TTL
+        return 0  # idle conversations expire by their TTL, their messages with them

@@ -1,5 +1,6 @@
 """The Redis backend's runs: `run:<id>` (JSON) with `run-owner:<id>` (taken over by compare-and-set), the set
-`runs:unfinished`, and `alive:<instance>` heartbeats, all under `elicithub:`."""
+`runs:unfinished`, and `alive:<instance>` heartbeats, all under `elicithub:`. The conversation's messages a run
+started from are read from the conversation's own list."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import json
 
 import redis.asyncio as redis
 
-from elicithub.core.runs import RunRecord
+from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.store.redis.client import PREFIX
+from elicithub.store.redis.conversations import decode, messages_key
 
 FINISHED_TTL_S = 24 * 3600
 
@@ -46,11 +48,16 @@ class RedisRuns:
                 pipe.sadd(f"{PREFIX}runs:unfinished", record.run_id)
             await pipe.execute()
 
-    async def get(self, run_id: str) -> RunRecord | None:
-        data, owner = await self._redis.mget(*self._keys(run_id))
-        if data is None:
+    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+        raw, owner = await self._redis.mget(*self._keys(run_id))
+        if raw is None:
             return None
-        return RunRecord.from_json({**json.loads(data), "owner": owner or ""})
+        data = {**json.loads(raw), "owner": owner or ""}
+        if not messages:
+            return RunRecord.from_json(data, messages=False)
+        count = data.get("history", 0)
+        key = messages_key(conversation_key(data["user_id"], data["conversation_id"]))
+        return RunRecord.from_json(data, decode(await self._redis.lrange(key, 0, count - 1)) if count else ())
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         _, owner_key = self._keys(run_id)
@@ -59,7 +66,7 @@ class RedisRuns:
     async def unfinished(self, other_than: str = "", limit: int = 1000) -> list[RunRecord]:
         # A random sample: over successive sweeps every unfinished run is looked at, however many there are.
         ids = list(await self._redis.srandmember(f"{PREFIX}runs:unfinished", limit) or [])
-        records = [await self.get(str(i)) for i in ids]
+        records = [await self.get(str(i), messages=False) for i in ids]
         return [r for r in records if r is not None and r.status != "finished" and r.owner != other_than]
 
     async def purge(self, finished_before: float) -> int:

@@ -1,4 +1,5 @@
-"""The SQLite backend's runs: one row each, taken over by compare-and-set on the owner."""
+"""The SQLite backend's runs: one row each, taken over by compare-and-set on the owner; the conversation's
+messages a run started from are read from the conversation's own."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import json
 import sqlite3
 from typing import Any
 
-from elicithub.core.runs import RunRecord
+from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.store.sqlite.conversations import read_messages
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.schema import PURGE_BATCH
 
@@ -21,12 +23,19 @@ class SqliteRuns:
         row = (record.run_id, record.status, record.owner, record.updated_at, json.dumps(record.to_json()))
         await self._run(lambda db: db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", row))
 
-    async def get(self, run_id: str) -> RunRecord | None:
-        def read(db: sqlite3.Connection) -> Any:
-            return db.execute("SELECT data FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+        def read(db: sqlite3.Connection) -> RunRecord | None:
+            row = db.execute("SELECT data FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                return None
+            data = json.loads(row[0])
+            if not messages:
+                return RunRecord.from_json(data, messages=False)
+            count = data.get("history", 0)
+            key = conversation_key(data["user_id"], data["conversation_id"])
+            return RunRecord.from_json(data, read_messages(db, key, count) if count else ())
 
-        row = await self._run(read)
-        return None if row is None else RunRecord.from_json(json.loads(row[0]))
+        return await self._run(read)
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         def cas(db: sqlite3.Connection) -> bool:
@@ -48,7 +57,7 @@ class SqliteRuns:
                 (other_than, limit),
             ).fetchall()
 
-        return [RunRecord.from_json(json.loads(row[0])) for row in await self._run(read)]
+        return [RunRecord.from_json(json.loads(row[0]), messages=False) for row in await self._run(read)]
 
     async def purge(self, finished_before: float) -> int:
         def delete(db: sqlite3.Connection) -> int:

@@ -1,4 +1,6 @@
-"""The SQLite file's tables, one per record kind: files written by earlier hubs hold these names and columns."""
+"""The SQLite file's tables, one per record kind: files written by earlier hubs hold these names and columns, and
+get the tables added since when a hub opens them (a conversation's messages: inline in its row before they had a
+table of their own, and read from there until its next write moves them)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,12 @@ CREATE TABLE IF NOT EXISTS conversations (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS conversations_idle ON conversations (active, updated_at);
+CREATE TABLE IF NOT EXISTS conversation_messages (
+    key TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (key, pos)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     key TEXT NOT NULL,
     seq INTEGER NOT NULL,
