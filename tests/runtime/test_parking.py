@@ -32,6 +32,7 @@ from elicithub.runtime.parking import Parking
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import open_backend
+from elicithub.store.sqlite import runs as sqlite_runs
 from tests.core_fixtures import question, until
 from tests.runtime.test_conversations import events_until
 
@@ -306,3 +307,34 @@ async def test_the_sweep_resumes_a_round_past_its_deadline_whose_end_was_not_hea
     await elsewhere.end(asked.id, State.EXPIRED)  # another instance's sweep ends it; no notice reaches this one
     await parking.check_overdue()
     await until(lambda: resumed == ["run_o"])
+
+
+async def test_a_parked_run_resumes_with_the_history_this_hub_holds_instead_of_reading_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = open_backend(f"sqlite:///{tmp_path / 'hub.db'}")
+    read_back: list[int] = []
+    reader = sqlite_runs.read_messages
+
+    def counted(db: Any, key: str, count: int) -> Any:
+        read_back.append(count)
+        return reader(db, key, count)
+
+    monkeypatch.setattr(sqlite_runs, "read_messages", counted)
+    hub = await started(backend)
+    try:
+        for said in ("hello", "still there?"):
+            await events_until(await hub.send("park-long", said), RunFinished)
+        events = await hub.send("park-long", '/call t.round {"n": 1}')
+        (asked,) = asked_in(await events_until(events, RunPaused))
+        await hub.parked(1)
+
+        await hub.conversations.answer(ALICE, asked, Answer("accept", {"region": "eu"}))
+        assert TextDelta("accepted: eu") in await events_until(events, RunFinished)
+        assert read_back == []  # the five messages it started from came from the hub's own copy
+        conversation = await hub.conversations.get(ALICE, "park-long")
+        said = [m["content"] for m in conversation.messages if m["role"] == "user"]
+        assert said == ["hello", "still there?", '/call t.round {"n": 1}']  # nothing lost on the way
+    finally:
+        await stopped(hub)
+        await backend.close()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from typing import Protocol
 
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.events import StreamEvent
 from elicithub.core.jsonwire import JsonObject
-from elicithub.core.runs import ConversationRecord, RunRecord
+from elicithub.core.runs import ConversationRecord, Message, RunRecord
 
 
 class EventSink(Protocol):
@@ -50,9 +50,11 @@ class RunStore(Protocol):
     async def save(self, record: RunRecord) -> None:
         """Write the record; of its messages only its own (those after its conversation's `history`)."""
 
-    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+    async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         """The record, its messages with its conversation's `history` read back; `messages=False`: without any
-        (`messages` empty), a look at where it is that costs the same however long the conversation."""
+        (`messages` empty), a look at where it is that costs the same however long the conversation. `known`: the
+        conversation's first messages as the caller holds them (they never change: messages are only appended);
+        when they cover the run's history they are used instead of reading it."""
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         """Take over a run from `expected_owner` (compare-and-set): of several claimants exactly one wins."""

@@ -93,6 +93,8 @@ class Conversations:
         self.instance = instance
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._parking = Parking(broker, self._unpark)
+        self._parked_in: dict[str, str] = {}
+        """The conversation key of each run parked here: its history is read back from this hub's `histories`."""
         self._readers: Counter[str] = Counter()
         self._reader_kinds: Counter[str] = Counter()
         self._watchers: list[Callable[[RunRecord], None]] = []
@@ -323,6 +325,7 @@ class Conversations:
                 await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked)
             except Parked:
                 # Its pause is on record: held here until the round ends, then resumed from it (`_unpark`).
+                self._parked_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
                 self._parking.park(record.run_id)
             finally:
                 if self._tasks.get(record.run_id) is task:  # not the task of a run resumed meanwhile
@@ -336,7 +339,9 @@ class Conversations:
 
     async def _unpark(self, run_id: str) -> None:
         """A parked run's round ended: it goes on here, from its record, as after a restart."""
-        record = await self.backend.runs.get(run_id)
+        key = self._parked_in.pop(run_id, None)
+        known = self.runner.histories.first(key) if key is not None else []
+        record = await self.backend.runs.get(run_id, known=known)
         if record is None or record.status == "finished" or record.owner != self.instance:
             return  # stopped for good, or taken over by another instance meanwhile
         self._start(record, resumed=True, unparked=True)

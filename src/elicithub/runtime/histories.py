@@ -29,6 +29,12 @@ class Histories:
         self._kept.move_to_end(light.key)
         return replace(light, messages=list(kept[2]))
 
+    def first(self, key: str) -> list[Message]:
+        """The conversation's messages as this hub last saw them, whatever its version since: messages are only
+        appended, so these are its first ones (empty when none are kept). A paused run resumes from them."""
+        kept = self._kept.get(key)
+        return [] if kept is None else kept[2]
+
     def saw(self, record: ConversationRecord) -> None:
         """`record` was written or read with all its messages (else, with some left out, it is forgotten)."""
         self._forget(record.key)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
-from elicithub.core.runs import RunRecord
+from elicithub.core.runs import Message, RunRecord
 
 
 class MemoryRuns:
@@ -16,7 +17,7 @@ class MemoryRuns:
     async def save(self, record: RunRecord) -> None:
         self._items[record.run_id] = record
 
-    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+    async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         record = self._items.get(run_id)
         return record if record is None or messages else _without_messages(record)
 

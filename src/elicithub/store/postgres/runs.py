@@ -5,11 +5,12 @@ messages a run started from are read from the conversation's own."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import asyncpg
 
 from elicithub.core.jsonwire import JsonObject
-from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.core.runs import Message, RunRecord, conversation_key
 from elicithub.store.postgres.conversations import HISTORY
 from elicithub.store.postgres.db import PostgresDb, rows
 from elicithub.store.postgres.schema import PURGE_BATCH
@@ -50,7 +51,7 @@ class PostgresRuns:
         data = json.dumps(record.to_json(), separators=(",", ":"))
         await pool.execute(SAVE, record.run_id, record.status, record.owner, record.updated_at, data)
 
-    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+    async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         pool = await self._db.pool()
         row = await pool.fetchrow(GET, run_id)
         if row is None:
@@ -59,8 +60,10 @@ class PostgresRuns:
         if not messages:
             return RunRecord.from_json(data, messages=False)
         count = data.get("history", 0)
+        if len(known) >= count:
+            return RunRecord.from_json(data, known[:count])
         key = conversation_key(data["user_id"], data["conversation_id"])
-        return RunRecord.from_json(data, json.loads(await pool.fetchval(HISTORY, key, count)) if count else ())
+        return RunRecord.from_json(data, json.loads(await pool.fetchval(HISTORY, key, count)))
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         pool = await self._db.pool()

@@ -5,10 +5,11 @@ started from are read from the conversation's own list."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import redis.asyncio as redis
 
-from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.core.runs import Message, RunRecord, conversation_key
 from elicithub.store.redis.client import PREFIX
 from elicithub.store.redis.conversations import decode, messages_key
 
@@ -48,7 +49,7 @@ class RedisRuns:
                 pipe.sadd(f"{PREFIX}runs:unfinished", record.run_id)
             await pipe.execute()
 
-    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+    async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         raw, owner = await self._redis.mget(*self._keys(run_id))
         if raw is None:
             return None
@@ -56,8 +57,10 @@ class RedisRuns:
         if not messages:
             return RunRecord.from_json(data, messages=False)
         count = data.get("history", 0)
+        if len(known) >= count:
+            return RunRecord.from_json(data, known[:count])
         key = messages_key(conversation_key(data["user_id"], data["conversation_id"]))
-        return RunRecord.from_json(data, decode(await self._redis.lrange(key, 0, count - 1)) if count else ())
+        return RunRecord.from_json(data, decode(await self._redis.lrange(key, 0, count - 1)))
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         _, owner_key = self._keys(run_id)

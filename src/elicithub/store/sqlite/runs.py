@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
-from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.core.runs import Message, RunRecord, conversation_key
 from elicithub.store.sqlite.conversations import read_messages
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.schema import PURGE_BATCH
@@ -23,7 +24,7 @@ class SqliteRuns:
         row = (record.run_id, record.status, record.owner, record.updated_at, json.dumps(record.to_json()))
         await self._run(lambda db: db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", row))
 
-    async def get(self, run_id: str, *, messages: bool = True) -> RunRecord | None:
+    async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         def read(db: sqlite3.Connection) -> RunRecord | None:
             row = db.execute("SELECT data FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
@@ -32,8 +33,10 @@ class SqliteRuns:
             if not messages:
                 return RunRecord.from_json(data, messages=False)
             count = data.get("history", 0)
+            if len(known) >= count:
+                return RunRecord.from_json(data, known[:count])
             key = conversation_key(data["user_id"], data["conversation_id"])
-            return RunRecord.from_json(data, read_messages(db, key, count) if count else ())
+            return RunRecord.from_json(data, read_messages(db, key, count))
 
         return await self._run(read)
 
