@@ -360,6 +360,27 @@ async def test_questions_opened_together_end_each_on_its_own(broker: Broker) -> 
 
 
 @pytest.mark.anyio
+async def test_questions_show_only_once_the_write_along_with_them_is_stored(broker: Broker) -> None:
+    first, second = question(run_id="stream_along"), question(run_id="stream_along")
+    written: list[str] = []
+
+    async def pause(fails: bool) -> None:
+        await asyncio.sleep(0)  # stored a turn later than the questions
+        if fails:
+            raise OSError("the run's store is down")
+        written.append("pause")
+
+    async with broker.events.bus.subscribe("stream_along") as queue:
+        with pytest.raises(OSError):
+            await broker.open(first, along=pause(fails=True))
+        assert drain(queue) == []  # stored, but never shown: nothing names it
+        await broker.open(second, along=pause(fails=False))
+        assert written == ["pause"]
+        assert drain(queue) == [ElicitationRequested(second)]
+    assert await state_of(broker.store, second.id) is State.PENDING
+
+
+@pytest.mark.anyio
 async def test_fifty_concurrent_different_answers_exactly_one_wins(broker: Broker) -> None:
     e = question()
     async with broker.events.bus.subscribe(e.run_id) as queue:

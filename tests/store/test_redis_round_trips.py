@@ -7,14 +7,19 @@ from tests.server.test_scale_out import chat_body, items
 from tests.store.conftest import Sent
 
 ROUND_TRIPS = 19
-"""Steady state, one hub: 18, 19 when the stream's reader waits before the run's first event is written (it then
-takes its lease on the log itself instead of the append taking it along). The client sends what is issued in one
-turn of the loop as one write, and events are written behind, in batches: 5 conversation reads (the follow's goes
-with the run's first save), 2 conversation writes, 4 run saves, 1 run read, the question's write, its lookup and
-the compare-and-set, and 4 event batches on their own; the other events (10 per round trip) go with one of those.
+"""Steady state, one hub: 17; 18 or 19 when the stream's reader or the event writer falls into the run's turns
+otherwise (a reader that waits before the run's first event takes its lease on the log itself; a busy machine
+splits the step's events from the tool call's), which under load is the common case. The client sends
+what is issued in one turn of the loop as one write, and events are written behind, in batches: 14 round trips
+for the steps the run and the answer await one after another (5 conversation reads, the follow's going with the
+run's first save; 2 conversation writes; the pause saved with its question; the answer's lookup, and its
+compare-and-set with the run's read; the resumed run's read and its messages; the save after the call; the last
+save with `RunFinished`) and 3 event batches on their own (the run's first event, the step's and the tool call's
+while the downstream call runs, `RunPaused`); the other events go with one of those.
 Before issue 25: 41; before its second round: 30 (each event appended by its own awaited script call, the
 log-length reads of `send` and `answer`, the waiter's re-read of a question it had just opened, a log read after
-the reader's lease)."""
+the reader's lease); before its second pass on round trips: 19, 21 under load (the pause and its question stored
+one after the other, the last save and `RunFinished` written apart)."""
 
 
 def test_a_question_round_trip_costs_a_bounded_number_of_redis_round_trips(

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -131,15 +131,19 @@ class Broker:
             if waiting.waiters == 0 and self._waiters.get(elicitation.id) is waiting:
                 del self._waiters[elicitation.id]
 
-    async def open(self, elicitation: Elicitation) -> None:
-        """Store a new question and show it on its run's stream; `wait` for its end."""
-        if self._listener is not None:
-            # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
-            if len(self._opened) >= KEPT_OPENED:
-                self._opened.pop(next(iter(self._opened)))
-            self._opened[elicitation.id] = False
-        await self.store.put(elicitation)
-        await self.events.publish(elicitation, ElicitationRequested(elicitation))
+    async def open(self, *elicitations: Elicitation, along: Awaitable[None] | None = None) -> None:
+        """Store new questions and show them on their run's stream; `wait` for their end. `along`: a write that
+        must be stored before any of them shows (the run's pause), made in the same turn as theirs, so a batching
+        store sends them together; they show once all are stored."""
+        for elicitation in elicitations:
+            if self._listener is not None:
+                # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
+                if len(self._opened) >= KEPT_OPENED:
+                    self._opened.pop(next(iter(self._opened)))
+                self._opened[elicitation.id] = False
+        await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
+        for elicitation in elicitations:
+            await self.events.publish(elicitation, ElicitationRequested(elicitation))
 
     async def reopen(self, elicitation_id: str) -> Elicitation | None:
         """Show a question asked earlier again (a resumed run); None when it has ended meanwhile."""

@@ -97,11 +97,10 @@ class Asker:
             if earlier is None:
                 fresh.append(elicitation)
             ids[key] = (earlier or elicitation).id
-        await self._save(Pause(trigger, ids, state or {}))
-        self.paused = True
         with self._holding(resumable, ids.values()) as parking:
-            for elicitation in fresh:
-                await self.broker.open(elicitation)
+            # The pause is stored with the questions, before any of them shows: a run resumed elsewhere finds them.
+            await self.broker.open(*fresh, along=self._save(Pause(trigger, ids, state or {})))
+            self.paused = True
             if not await self._active():
                 # Superseded meanwhile. The supersede cancelled what the run's pause named when it read it, which
                 # may have been before these were stored; read after storing them, one of the two sees every one.

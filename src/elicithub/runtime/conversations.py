@@ -176,9 +176,12 @@ class Conversations:
         elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id)
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         after = await self.backend.events.last(key)
-        resolution = await self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation)
+        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together.
+        resolution, run = await asyncio.gather(
+            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation),
+            self.backend.runs.get(elicitation.run_id, messages=False),
+        )
         followed = self._readers[elicitation.run_id] > 0
-        run = await self.backend.runs.get(elicitation.run_id, messages=False)
         call = None
         if run is not None and run.call_index < len(run.tool_calls):
             call = run.tool_calls[run.call_index]

@@ -122,8 +122,7 @@ class Runner:
         with telemetry.run(record, resumed) as span:
             record, messages, reason = await self._steps(record, emit, showing, resumed, unparked)
             span.note("outcome", reason, failed=reason == "error")
-        await self._finish(key, record, messages)
-        await emit(RunFinished(reason))
+        await self._finish(key, record, messages, partial(emit, RunFinished(reason)))
 
     async def run_child(self, record: RunRecord, parent: CallContext, resumed: bool = False) -> ToolOutcome:
         """A delegated run, inside the parent's tool call: its questions show on the parent's stream (with the
@@ -236,10 +235,12 @@ class Runner:
         conversation = await self.conversations.get(key, messages=False)
         return conversation is not None and conversation.active_run_id == run_id
 
-    async def _finish(self, key: str, record: RunRecord, messages: list[Message]) -> None:
-        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished.
-        While the run is active its conversation holds just the messages it started from, so the write adds only
-        what the run said."""
+    async def _finish(
+        self, key: str, record: RunRecord, messages: list[Message], end: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished and
+        `end` its stream. While the run is active its conversation holds just the messages it started from, so the
+        write adds only what the run said."""
         while (conversation := await self.conversations.get(key, messages=False)) is not None:
             if conversation.active_run_id != record.run_id:
                 break
@@ -254,7 +255,13 @@ class Runner:
                 self.histories.saw(done)
                 break
         finished = next_status(record.status, "finish")
-        await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
+        # The save is issued first and the end posted in the same turn, so a batching store writes both at once,
+        # in that order.
+        saved = asyncio.ensure_future(
+            self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
+        )
+        await end()
+        await saved
 
 
 def last_words(messages: list[Message]) -> str:
