@@ -261,6 +261,8 @@ def main() -> None:
         "--bare", action="store_true", help="start hubs without --loop/--http (an older hub that has no such options)"
     )
     args = parser.parse_args()
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)  # py-spy writes nothing (and says so to nobody) without it
     load = os.getloadavg()[0]
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="elicithub-load-") as tmp:
