@@ -18,7 +18,7 @@ from elicithub.errors import StoreUnusable
 from elicithub.store import RedisElicitations, open_backend
 from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED
 from elicithub.store.redis.events import RedisEvents
-from tests.core_fixtures import RedisServer
+from tests.core_fixtures import RedisServer, until
 from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
@@ -193,12 +193,18 @@ async def test_a_redis_that_may_evict_keys_is_refused_unless_allowed(
         await safe.close()
 
 
+async def leased(redis_url: str, key: str) -> None:
+    """Until a hub holds a lease on `key`'s log: its reader listens for other hubs' appends."""
+    with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+        await until(lambda: bool(client.hgetall(f"elicithub:watch:{key}")))
+
+
 async def test_a_hub_following_its_own_log_also_gets_another_hubs_appends_in_order(redis_url: str) -> None:
     one, other = open_backend(redis_url), open_backend(redis_url)
     try:
         assert await one.events.append("k", {"n": 1}) == 1  # kept in one's memory
         waiting = asyncio.create_task(one.events.wait("k", after=1, timeout_s=30))
-        await asyncio.sleep(0.1)
+        await leased(redis_url, "k")  # the reader listens (an append before that is read by its first look)
         assert await other.events.append("k", {"n": 2}) == 2
         with anyio.fail_after(5):
             assert await waiting == [(2, {"n": 2})]
@@ -261,7 +267,7 @@ async def test_the_hub_running_a_run_listens_to_its_log_and_a_hub_announcing_an_
     running, answering = open_backend(redis_url), open_backend(redis_url)
     try:
         waiting = asyncio.create_task(running.events.wait("k", after=0, timeout_s=30))
-        await asyncio.sleep(0.1)
+        await leased(redis_url, "k")
         with redis.Redis.from_url(redis_url, decode_responses=True) as client:
             assert len(client.hgetall("elicithub:watch:k")) == 1  # the reader's lease
             answering.events.post("k", {"n": 1}, followed=False)
