@@ -66,11 +66,18 @@ class Tally:
         self.errors[what] = self.errors.get(what, 0) + 1
 
 
-async def one_round(http: aiohttp.ClientSession, chat_url: str, answer_url: str) -> None:
-    """A chat round; raises with a short reason when anything is off."""
+async def chat(
+    http: aiohttp.ClientSession,
+    chat_url: str,
+    answer_url: str,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> tuple[str, str, bool]:
+    """One streamed chat POST read to `[DONE]`, its question answered at once through `answer_url`: the
+    conversation id, the text, and whether it asked."""
     answering: asyncio.Task[None] | None = None
     text = ""
-    async with http.post(f"{chat_url}/run/v1/chat/completions", json=CHAT_BODY) as response:
+    async with http.post(f"{chat_url}/run/v1/chat/completions", json=body, headers=headers or {}) as response:
         if response.status != 200:
             raise RuntimeError(f"chat {response.status}")
         conversation_id = response.headers["x-conversation-id"]
@@ -84,16 +91,23 @@ async def one_round(http: aiohttp.ClientSession, chat_url: str, answer_url: str)
             if kind == "text":
                 text += value
             elif value["type"] == "elicitation-request":
-                body = {
+                reply = {
                     "conversationId": conversation_id,
                     "elicitationId": value["elicitationId"],
                     "action": "accept",
                     "content": ANSWER,
                 }
-                answering = asyncio.create_task(answer(http, answer_url, body))
-    if answering is None:
+                answering = asyncio.create_task(answer(http, answer_url, reply))
+    if answering is not None:
+        await answering
+    return conversation_id, text, answering is not None
+
+
+async def one_round(http: aiohttp.ClientSession, chat_url: str, answer_url: str) -> None:
+    """A chat round; raises with a short reason when anything is off."""
+    _, text, asked = await chat(http, chat_url, answer_url, CHAT_BODY)
+    if not asked:
         raise RuntimeError("never asked")
-    await answering
     if text != EXPECTED:
         raise RuntimeError(f"text {text[:60]!r}")
 

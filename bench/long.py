@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from load import ANSWER, EXPECTED, HEADERS, TOKEN, answer, wait_healthy
+from load import EXPECTED, HEADERS, TOKEN, wait_healthy
+from load import chat as chat_round
 from processes import (
     MRTR_SERVER,
-    chat_chunk,
     cpu_seconds,
     free_port,
     pct,
@@ -75,32 +75,8 @@ async def chat(
     """One streamed chat POST read to `[DONE]`, any question answered at once: the conversation id and the text."""
     headers = {} if conversation_id is None else {"x-conversation-id": conversation_id}
     body = {"model": "scripted", "stream": True, "messages": messages}
-    answering: asyncio.Task[None] | None = None
-    text = ""
-    async with http.post(f"{url}/run/v1/chat/completions", json=body, headers=headers) as response:
-        if response.status != 200:
-            raise RuntimeError(f"chat {response.status}: {(await response.text())[:200]}")
-        conversation_id = response.headers["x-conversation-id"]
-        async for raw in response.content:
-            chunk = chat_chunk(raw.decode().rstrip("\r\n"))
-            if chunk is None:
-                continue
-            kind, value = chunk
-            if kind == "done":
-                break
-            if kind == "text":
-                text += value
-            elif value["type"] == "elicitation-request":
-                reply = {
-                    "conversationId": conversation_id,
-                    "elicitationId": value["elicitationId"],
-                    "action": "accept",
-                    "content": ANSWER,
-                }
-                answering = asyncio.create_task(answer(http, url, reply))
-    if answering is not None:
-        await answering
-    return conversation_id, text
+    conversation, text, _ = await chat_round(http, url, url, body, headers)
+    return conversation, text
 
 
 @dataclass
