@@ -223,3 +223,78 @@ async def test_waiters_on_both_brokers_wake_when_either_takes_the_answer(pair: P
 
     assert [await finish(t) for t in (task, relay_here, relay_there)] == [taken] * 3
     assert drain(queue) == [ElicitationResolved(eid, "accepted")]
+
+
+async def test_the_answer_to_a_question_opened_here_is_looked_up_without_a_read(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    e = question()
+    await pair.here.open(e)
+    reads: list[str] = []
+    read = pair.here.store.get
+
+    async def counted(elicitation_id: str) -> Any:
+        reads.append(elicitation_id)
+        return await read(elicitation_id)
+
+    monkeypatch.setattr(pair.here.store, "get", counted)
+    assert await pair.here.lookup(e.id, "alice", "conv_1") == e
+    assert reads == []  # held here since it was opened
+    # The same owner check as a read: to anyone else, or in another conversation, it does not exist.
+    for user, conversation in (("bob", None), (None, None), ("alice", "conv_2")):
+        with pytest.raises(NotFound):
+            await pair.here.lookup(e.id, user, conversation)
+    with pytest.raises(NotFound):
+        await pair.here.lookup("eli_missing", "alice")
+    # Another hub did not open it: it reads it.
+    reads.clear()
+    assert await pair.there.lookup(e.id, "alice") == e
+    assert reads == ([e.id] if pair.there.store is pair.here.store else [])
+    taken = await pair.here.respond(e.id, EU, "alice", "conv_1")
+    assert taken == Resolution(e.id, "accepted", EU.content)
+    # Answered twice: once it ended it is judged against what is stored, here and there.
+    for broker in (pair.here, pair.there):
+        assert await broker.respond(e.id, EU, "alice") == taken
+        with pytest.raises(AlreadyResolved):
+            await broker.respond(e.id, Answer("decline"), "alice")
+        with pytest.raises(NotFound):
+            await broker.respond(e.id, EU, "bob")
+
+
+@pytest.mark.parametrize("content", [{"region": "us"}, {"region": 5}], ids=["valid", "invalid"])
+async def test_an_answer_here_to_a_question_ended_there_since_it_was_opened_is_refused(
+    pair: Pair, content: JsonObject
+) -> None:
+    # The copy held here is still pending when the other hub ends the question (its notice may not have come yet):
+    # the answer is judged against what is stored, not accepted, nor refused for its content.
+    e = question()
+    await pair.here.open(e)
+    held = await pair.here.lookup(e.id, "alice")
+    assert await pair.there.respond(e.id, Answer("decline"), "alice") == Resolution(e.id, "declined")
+    for looked_up in (held, None):
+        with pytest.raises(AlreadyResolved):
+            await pair.here.respond(e.id, Answer("accept", content), "alice", looked_up=looked_up)
+    assert await state_of(pair.here.store, e.id) is State.DECLINED
+
+
+async def test_an_answer_here_after_the_deadline_of_a_question_opened_here_expires_it(pair: Pair) -> None:
+    e = question(timeout_s=-1)
+    await pair.here.open(e)
+    with pytest.raises(Expired):
+        await pair.here.respond(e.id, EU, "alice")
+    assert await state_of(pair.here.store, e.id) is State.EXPIRED
+    for broker in (pair.here, pair.there):
+        with pytest.raises(Expired):
+            await broker.respond(e.id, EU, "alice")
+
+
+async def test_a_run_resumed_on_another_hub_hears_the_end_of_the_question_it_shows_again(pair: Pair) -> None:
+    # The question was opened here (then this hub went away, say); its run parks there and shows it again: the end
+    # taken here (the hub that stored it) reaches the parked run there.
+    e = question()
+    await pair.here.open(e)
+    ended: list[tuple[str, bool]] = []
+    pair.there.park(e.id, lambda elicitation_id, here: ended.append((elicitation_id, here)))
+    assert await pair.there.reopen(e.id) == e
+    await pair.here.respond(e.id, EU, "alice")
+    await until(lambda: ended == [(e.id, False)])

@@ -76,6 +76,58 @@ async def test_a_transition_through_one_client_is_heard_by_the_other(
             assert [await anext(heard_by_a), await anext(heard_by_a)] == [first.id, second.id]
 
 
+async def test_only_the_clients_that_wait_on_a_question_hear_its_end(
+    two: tuple[RedisElicitations, RedisElicitations], redis_url: str
+) -> None:
+    # a stores the questions (so waits on them), c waits on one it did not store, b only answers: b's subscription
+    # receives no message for them. Notices come in the order Redis published them, so a first message naming a
+    # question ended after them shows that none came before it (counted, not timed).
+    a, b = two
+    c = RedisElicitations(redis_url)
+    first, second, later = make(), make(), make()
+    try:
+        await a.put(first)
+        await a.put(second)
+        async with (
+            contextlib.aclosing(a.resolutions()) as heard_by_a,
+            contextlib.aclosing(b.resolutions()) as heard_by_b,
+            contextlib.aclosing(c.resolutions()) as heard_by_c,
+        ):
+            with anyio.fail_after(5):
+                assert [await anext(heard_by_a), await anext(heard_by_b), await anext(heard_by_c)] == [None] * 3
+                watched = await c.watch(first.id)
+                assert watched is not None and watched.state is State.PENDING
+                assert await b.transition(first.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW)
+                assert await b.transition(second.id, State.DECLINED, Answer("decline"), NOW)
+                assert [await anext(heard_by_a), await anext(heard_by_a)] == [first.id, second.id]
+                assert await anext(heard_by_c) == first.id
+                await b.put(later)  # now b waits on one
+                assert await a.transition(later.id, State.EXPIRED, None, NOW)
+                assert await anext(heard_by_b) == later.id  # its first message since it listens
+                await c.watch(later.id)  # ended: no lease taken
+                await c.put(third := make())
+                assert await b.transition(third.id, State.EXPIRED, None, NOW)
+                assert await anext(heard_by_c) == third.id  # nothing of `second` or `later` came before it
+    finally:
+        await c.close()
+
+
+async def test_a_watch_reads_after_taking_the_lease_so_an_earlier_end_is_not_missed(
+    redis_server: RedisServer, two: tuple[RedisElicitations, RedisElicitations]
+) -> None:
+    a, b = two
+    e = make()
+    await a.put(e)
+    assert await b.transition(e.id, State.CANCELLED, Answer("cancel"), NOW)
+    watched = await b.watch(e.id)  # b remembers the end it made; a reads it
+    assert watched is not None and watched.state is State.CANCELLED
+    ended = await a.watch(e.id)
+    assert ended is not None and ended.state is State.CANCELLED and ended.answer == Answer("cancel")
+    assert await a.watch("eli_missing") is None
+    with redis_server.client() as client:
+        assert client.keys("elicithub:waiters:*") == []  # neither an ended nor a missing question takes a lease
+
+
 async def test_notices_stay_within_their_database(redis_server: RedisServer, redis_url: str) -> None:
     with redis_server.client(1) as client:
         client.flushdb()
@@ -94,6 +146,23 @@ async def test_notices_stay_within_their_database(redis_server: RedisServer, red
     finally:
         await zero.close()
         await one.close()
+
+
+async def test_a_transition_against_a_copy_held_since_another_client_ended_it_fails(
+    two: tuple[RedisElicitations, RedisElicitations],
+) -> None:
+    # a holds the question as it stored it (never read back); b ends it; a's compare-and-set against its copy fails
+    # and leaves b's outcome in place.
+    a, b = two
+    e = make()
+    await a.put(e)
+    assert await b.transition(e.id, State.DECLINED, Answer("decline"), NOW)
+    assert await a.transition(e.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW, e) is False
+    stored = await a.get(e.id)
+    assert stored is not None and stored.state is State.DECLINED
+    other = make()
+    await a.put(other)
+    assert await a.transition(other.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW, other)
 
 
 async def test_after_a_lost_connection_notices_start_over_with_none(
@@ -124,17 +193,25 @@ async def test_keys_are_namespaced_and_expire_as_a_safety_net(redis_server: Redi
         await store.close()
     with redis_server.client() as client:
         keys = set(client.keys("*"))
+        # Each elicitation's own key; a pending one's lease (who hears its end) besides, gone once it ends.
         assert keys == {
             PENDING,
             RESOLVED,
             f"elicithub:elicitation:{pending.id}",
             f"elicithub:elicitation:{answered.id}",
+            f"elicithub:waiters:{pending.id}",
         }
         assert client.zrange(PENDING, 0, -1) == [pending.id]
         assert client.zrange(RESOLVED, 0, -1) == [answered.id]
         for elicitation_id in (pending.id, answered.id):
             ttl = client.ttl(f"elicithub:elicitation:{elicitation_id}")
             assert 0 < ttl <= (KEEP + timedelta(minutes=10)).total_seconds() + 1  # its deadline, then KEEP
+        # The lease expires with its elicitation's key (the same lifetime, set in the same transaction), so it cannot
+        # lapse while the elicitation is stored.
+        lease_at, question_at = (
+            client.execute_command("PEXPIRETIME", f"elicithub:{kind}:{pending.id}") for kind in ("waiters", "elicitation")
+        )
+        assert 0 < question_at and abs(lease_at - question_at) < 1000
 
 
 async def test_due_skips_and_forgets_an_elicitation_whose_key_expired(

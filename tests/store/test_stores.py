@@ -138,6 +138,31 @@ async def test_resolutions_start_with_none_then_name_each_elicitation_that_won_a
 
 
 @pytest.mark.anyio
+async def test_a_watch_reads_the_question_and_its_end_is_heard(store: Store) -> None:
+    e = make()
+    await store.put(e)
+    async with contextlib.aclosing(store.resolutions()) as notices:
+        with anyio.fail_after(5):
+            assert await anext(notices) is None
+            assert await store.watch(e.id) == e
+            assert await store.watch("eli_missing") is None
+            assert await store.transition(e.id, State.DECLINED, Answer("decline"), NOW)
+            assert await anext(notices) == e.id
+    ended = await store.watch(e.id)
+    assert ended is not None and ended.state is State.DECLINED and ended.answer == Answer("decline")
+
+
+@pytest.mark.anyio
+async def test_a_transition_against_the_question_as_held_is_still_compare_and_set(store: Store) -> None:
+    e = make()
+    await store.put(e)
+    assert await store.transition(e.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW, e)
+    assert await store.transition(e.id, State.DECLINED, Answer("decline"), NOW, e) is False  # held copy stale now
+    stored = await store.get(e.id)
+    assert stored is not None and stored.state is State.ACCEPTED and stored.answer == Answer("accept", {"region": "eu"})
+
+
+@pytest.mark.anyio
 async def test_sqlite_store_survives_reopening_the_same_file(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "hub.db"
     resolved, pending = make(), make(timeout_s=-1)

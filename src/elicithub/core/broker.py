@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
+from elicithub.core.cancelling import despite_cancellation, settled
 from elicithub.core.elicitation import (
     Answer,
     Conflict,
@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 LISTENER_STOP_S = 3.0
 KEPT_OPENED = 10_000
-"""Questions opened here and not yet waited on, remembered at most (one forgotten is read again by its wait)."""
+"""Questions opened here remembered at most: those not yet waited on (one forgotten is read again by its wait), and
+those held for their answer's lookup (one forgotten is read again by it)."""
 
 Ended = Callable[[str, bool], None]
 """Told that a question ended: its id, and whether it was announced here (else it ended on another instance)."""
@@ -76,6 +77,9 @@ class Broker:
         self._listener: asyncio.Task[None] | None = None
         self._opened: dict[str, bool] = {}
         """Questions opened here that nobody waits on yet: whether a notice of an end (maybe theirs) came since."""
+        self._held: dict[str, Elicitation] = {}
+        """Questions opened here, as stored, until they end or their deadline passes: their answer's `lookup` needs no
+        read (`respond`'s compare-and-set is made against this copy, and fails if the question changed since)."""
         self._transitions: Counter[str] = Counter()
         """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
 
@@ -108,9 +112,9 @@ class Broker:
                 # otherwise nobody can use an answer any more, and the cancel must be stored before we give way,
                 # even if the caller keeps cancelling us (anyio does).
                 if not self.durable:
-                    await _despite_cancellation(self._cancel_once_stored(stored, elicitation))
+                    await despite_cancellation(self._cancel_once_stored(stored, elicitation))
                 else:
-                    await _despite_cancellation(_settled(stored))
+                    await despite_cancellation(settled(stored))
                 raise
         await self._announce_once(waiting, resolution)
         return resolution
@@ -142,12 +146,24 @@ class Broker:
                     self._opened.pop(next(iter(self._opened)))
                 self._opened[elicitation.id] = False
         await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
+        self._hold(elicitations)
         for elicitation in elicitations:
             await self.events.publish(elicitation, ElicitationRequested(elicitation))
 
+    def _hold(self, elicitations: tuple[Elicitation, ...]) -> None:
+        held = self._held
+        now = utcnow()
+        # Oldest first: let go of those past their deadline (an answer now expires them, after a read), and of the
+        # oldest beyond the bound.
+        while held and ((first := next(iter(held.values()))).expires_at < now or len(held) >= KEPT_OPENED):
+            del held[first.id]
+        for elicitation in elicitations:
+            held[elicitation.id] = elicitation
+
     async def reopen(self, elicitation_id: str) -> Elicitation | None:
-        """Show a question asked earlier again (a resumed run); None when it has ended meanwhile."""
-        elicitation = await self.store.get(elicitation_id)
+        """Show a question asked earlier again (a resumed run); None when it has ended meanwhile. Its end is heard
+        here from now on (it may have been opened by another instance, or an earlier process)."""
+        elicitation = await self.store.watch(elicitation_id)
         if elicitation is None or elicitation.state is not State.PENDING:
             return None
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
@@ -191,10 +207,10 @@ class Broker:
             return Resolution.of(elicitation)
         heard = self._opened.pop(elicitation_id, True)
         with self._waiting(elicitation) as waiting:
-            # It may have ended between the read and the registration: read again now that notices reach us,
-            # unless it was opened here and no notice came since (its end would have been heard). Only how it
-            # ended is kept, not a second copy of the question for as long as it waits.
-            ended = await self._ended(elicitation_id) if heard or known is None else None
+            # It may have ended between the read and the registration: read again now that notices reach us
+            # (taking its lease, unless this client stored it), unless it was opened here and no notice came since
+            # (its end would have been heard). Only how it ended is kept, not a second copy of the question.
+            ended = await self._ended(elicitation_id, watch=known is None) if heard or known is None else None
             if waiting.future.done():
                 resolution = waiting.future.result()  # it ended while we registered: ours to announce
             elif ended is not None:
@@ -204,8 +220,8 @@ class Broker:
         await self._announce_once(waiting, resolution)
         return resolution
 
-    async def _ended(self, elicitation_id: str) -> Resolution | None:
-        stored = await self.store.get(elicitation_id)
+    async def _ended(self, elicitation_id: str, watch: bool = False) -> Resolution | None:
+        stored = await (self.store.watch(elicitation_id) if watch else self.store.get(elicitation_id))
         return None if stored is None or stored.state is State.PENDING else Resolution.of(stored)
 
     async def wait_all(
@@ -224,7 +240,7 @@ class Broker:
             return list(await asyncio.gather(*(self._wait_one(i, ended, known) for i in elicitation_ids)))
         except asyncio.CancelledError:
             if not self.durable:
-                await _despite_cancellation(self.cancel(elicitation_ids))
+                await despite_cancellation(self.cancel(elicitation_ids))
             raise
 
     async def _wait_one(
@@ -236,8 +252,9 @@ class Broker:
         return resolution
 
     async def lookup(self, elicitation_id: str, user_id: str | None, conversation_id: str | None = None) -> Elicitation:
-        """The elicitation as its owner sees it; to anyone else (or in another conversation) it does not exist."""
-        elicitation = await self.store.get(elicitation_id)
+        """The elicitation as its owner sees it; to anyone else (or in another conversation) it does not exist. One
+        opened here and pending is as this hub holds it, else as stored."""
+        elicitation = self._held.get(elicitation_id) or await self.store.get(elicitation_id)
         if (
             elicitation is None
             or user_id is None
@@ -261,6 +278,12 @@ class Broker:
         elicitation = looked_up or await self.lookup(elicitation_id, user_id, conversation_id)
         decision = decide(elicitation, answer, utcnow())
         if isinstance(decision, Invalid):
+            if looked_up is not None or elicitation is self._held.get(elicitation_id):
+                # Judged against a copy held since it was opened or looked up: if it has ended since, that decides.
+                stored = await self.store.get(elicitation_id)
+                if stored is not None and stored.state is not State.PENDING:
+                    self._held.pop(elicitation_id, None)
+                    return await self.respond(elicitation_id, answer, user_id, conversation_id, stored)
             raise InvalidContent(elicitation_id, decision.errors)
         if isinstance(decision, Repeat):
             return Resolution.of(elicitation)
@@ -281,6 +304,7 @@ class Broker:
 
     async def end(self, elicitation_id: str, state: State) -> Resolution:
         """End a pending elicitation without a person's answer (expired, cancelled); returns the final outcome."""
+        self._held.pop(elicitation_id, None)
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None:
             raise ElicitationNotFound(elicitation_id)
@@ -330,9 +354,10 @@ class Broker:
         # Who waits is read before the write as well: a waiter that leaves while it is in flight (its wait was
         # cancelled) is still the one whose end this is, and must not be taken for nobody.
         before = self._waiters.get(elicitation.id)
+        self._held.pop(elicitation.id, None)  # ended now, or (when this loses) already: an answer reads it again
         self._transitions[elicitation.id] += 1
         try:
-            moved = await self.store.transition(elicitation.id, state, answer, utcnow())
+            moved = await self.store.transition(elicitation.id, state, answer, utcnow(), elicitation)
         finally:
             self._transitions[elicitation.id] -= 1
             if self._transitions[elicitation.id] <= 0:
@@ -361,6 +386,8 @@ class Broker:
                 async with contextlib.aclosing(notices):
                     async for elicitation_id in notices:
                         # None: listening started over, and what was resolved meanwhile was not heard.
+                        if elicitation_id is not None:
+                            self._held.pop(elicitation_id, None)
                         for opened in list(self._opened) if elicitation_id is None else [elicitation_id]:
                             if opened in self._opened:
                                 self._opened[opened] = True
@@ -389,20 +416,3 @@ class Broker:
         stored = await self.store.get(elicitation_id)
         if stored is not None and stored.state is not State.PENDING and not waiting.future.done():
             waiting.future.set_result(Resolution.of(stored))
-
-
-async def _settled(stored: asyncio.Future[None]) -> None:
-    with contextlib.suppress(Exception):
-        await stored
-
-
-async def _despite_cancellation(work: Coroutine[Any, Any, None]) -> None:
-    """Run `work` to its end even if the current task is cancelled again meanwhile."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            continue
-    if task.exception() is not None:
-        log.error("cleaning up a cancelled elicitation failed", exc_info=task.exception())

@@ -20,12 +20,21 @@ class EventSink(Protocol):
 
 class ElicitationStore(Protocol):
     async def put(self, elicitation: Elicitation) -> None:
-        """Save a new pending elicitation."""
+        """Save a new pending elicitation; this client hears its end (`resolutions`)."""
 
     async def get(self, elicitation_id: str) -> Elicitation | None: ...
 
-    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
-        """Move a pending elicitation to `state`; False when it was no longer pending (compare-and-set)."""
+    async def watch(self, elicitation_id: str) -> Elicitation | None:
+        """Hear this elicitation's end from now on (`resolutions`), then read it: an end before the call shows in
+        what it returns, one after it comes as a notice. For a client that did not store it (another instance did,
+        or an earlier process)."""
+
+    async def transition(
+        self, elicitation_id: str, state: State, answer: Answer | None, at: datetime, read: Elicitation | None = None
+    ) -> bool:
+        """Move a pending elicitation to `state`; False when it was no longer pending (compare-and-set). `read`: the
+        pending elicitation as the caller holds it, which a store may compare against instead of reading it (if it
+        changed meanwhile, the comparison fails and the store judges against what is stored)."""
 
     async def due(self, now: datetime, limit: int = 500) -> list[Elicitation]:
         """Pending elicitations whose deadline has passed."""
@@ -34,7 +43,8 @@ class ElicitationStore(Protocol):
         """Forget terminal elicitations resolved before the given time."""
 
     def resolutions(self) -> AsyncGenerator[str | None, None]:
-        """The ids of elicitations as they reach a terminal state, through any client of this store (this one too).
+        """The ids of elicitations as they reach a terminal state, through any client of this store (this one too):
+        at least those this client stored or watches (Redis: only those; the others: every one).
 
         The first item is None, once listening has begun; None comes again whenever listening had to start over
         (a lost connection), since ids resolved in between are not replayed: re-read what you wait for. A store

@@ -20,7 +20,12 @@ class MemoryElicitations:
     async def get(self, elicitation_id: str) -> Elicitation | None:
         return self._items.get(elicitation_id)
 
-    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
+    async def watch(self, elicitation_id: str) -> Elicitation | None:
+        return self._items.get(elicitation_id)  # one process: its listeners hear every end
+
+    async def transition(
+        self, elicitation_id: str, state: State, answer: Answer | None, at: datetime, read: Elicitation | None = None
+    ) -> bool:
         # No await between the check and the write, so this is atomic on one event loop.
         current = self._items.get(elicitation_id)
         if current is None or current.state is not State.PENDING:

@@ -52,12 +52,20 @@ class PostgresElicitations:
         data = await pool.fetchval(GET, elicitation_id)
         return None if data is None else Elicitation.from_json(json.loads(data))
 
-    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
+    async def watch(self, elicitation_id: str) -> Elicitation | None:
+        return await self.get(elicitation_id)  # every client hears every end (NOTIFY)
+
+    async def transition(
+        self, elicitation_id: str, state: State, answer: Answer | None, at: datetime, read: Elicitation | None = None
+    ) -> bool:
         pool = await self._db.pool()
-        data = await pool.fetchval(GET_PENDING, elicitation_id)
-        if data is None:
-            return False
-        done = resolved(Elicitation.from_json(json.loads(data)), state, answer, at)
+        if read is None:
+            # A pending row is what was put (only a transition changes it), so one held by the caller needs no read.
+            data = await pool.fetchval(GET_PENDING, elicitation_id)
+            if data is None:
+                return False
+            read = Elicitation.from_json(json.loads(data))
+        done = resolved(read, state, answer, at)
         changed = await pool.fetch(TRANSITION, elicitation_id, state.value, at.timestamp(), _dump(done))
         return len(changed) == 1
 

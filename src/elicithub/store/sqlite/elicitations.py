@@ -32,7 +32,12 @@ class SqliteElicitations:
         row = await self._run(read)
         return None if row is None else Elicitation.from_json(json.loads(row[0]))
 
-    async def transition(self, elicitation_id: str, state: State, answer: Answer | None, at: datetime) -> bool:
+    async def watch(self, elicitation_id: str) -> Elicitation | None:
+        return await self.get(elicitation_id)  # one process: its listeners hear every end
+
+    async def transition(
+        self, elicitation_id: str, state: State, answer: Answer | None, at: datetime, read: Elicitation | None = None
+    ) -> bool:
         def cas(db: sqlite3.Connection) -> bool:
             row = db.execute(
                 "SELECT data FROM elicitations WHERE id = ? AND state = 'pending'", (elicitation_id,)
