@@ -209,7 +209,8 @@ async def test_keys_are_namespaced_and_expire_as_a_safety_net(redis_server: Redi
         # The lease expires with its elicitation's key (the same lifetime, set in the same transaction), so it cannot
         # lapse while the elicitation is stored.
         lease_at, question_at = (
-            client.execute_command("PEXPIRETIME", f"elicithub:{kind}:{pending.id}") for kind in ("waiters", "elicitation")
+            client.execute_command("PEXPIRETIME", f"elicithub:{kind}:{pending.id}")
+            for kind in ("waiters", "elicitation")
         )
         assert 0 < question_at and abs(lease_at - question_at) < 1000
 
