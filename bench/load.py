@@ -3,15 +3,15 @@
 Run:  uv run python bench/load.py [--chats 50] [--seconds 20] [--setups sqlite,redis2]
 
 Per setup, the MRTR test server (tests/servers/mrtr_server.py) and the setup's hubs run as their own processes
-(`elicithub serve`): "sqlite" is one hub on a SQLite file, "redis2" two hubs on one Redis database where every
-answer goes to the hub that did NOT run the chat. Each of the N chat clients loops for T seconds: a streamed
-`POST /run/v1/chat/completions` with `/call mrtr.provision {"name": "orders"}` in a new conversation, the answer
-POSTed to `/run/api/elicitation-responses` the moment the elicitation-request chunk is parsed, the stream read to
-`[DONE]` and its text checked. Reported: round trips/s, latency percentiles (chat POST sent -> `[DONE]`), errors,
-and the CPU seconds per round trip that each process used (its own /proc accounting: hubs, MCP server, redis,
-this load generator). The clients use aiohttp, which costs less CPU per request than httpx, because they share
-the machine's 2 cores with everything they measure. A setup named `+fast` runs its hubs with
-`--loop uvloop --http httptools` (the `fast` extra), the others with `--loop asyncio --http h11`.
+(`elicithub serve`): "sqlite" is one hub on a SQLite file, "redis1" one hub on a Redis database, "redis2" two hubs on
+one Redis database where every answer goes to the hub that did NOT run the chat. Each of the N chat clients loops for
+T seconds: a streamed `POST /run/v1/chat/completions` with `/call mrtr.provision {"name": "orders"}` in a new
+conversation, the answer POSTed to `/run/api/elicitation-responses` the moment the elicitation-request chunk is
+parsed, the stream read to `[DONE]` and its text checked. Reported: round trips/s, latency percentiles (chat POST sent
+-> `[DONE]`), errors, and the CPU seconds per round trip that each process used (its own /proc accounting: hubs, MCP
+server, redis, this load generator). The clients use aiohttp, which costs less CPU per request than httpx, because
+they share the machine's 2 cores with everything they measure. A setup named `+fast` runs its hubs with `--loop uvloop
+--http httptools` (the `fast` extra), the others with `--loop asyncio --http h11`.
 """
 
 from __future__ import annotations
@@ -213,17 +213,14 @@ def run_setup(
         if store == "sqlite":
             config["store"] = {"url": f"sqlite:///{workdir / f'{setup}.db'}"}
             processes.append(serve(workdir, f"hub-{setup}", config, options))
-        elif store == "redis2":
+        elif store in ("redis1", "redis2"):
             redis, redis_port = start_redis(workdir)
             running.callback(stop, redis)
             pids["redis"] = redis.pid
             config["store"] = {"url": f"redis://127.0.0.1:{redis_port}/0"}
-            processes += [
-                serve(workdir, f"hub-a-{setup}", config, options),
-                serve(workdir, f"hub-b-{setup}", config, options),
-            ]
+            processes += [serve(workdir, f"hub-{name}-{setup}", config, options) for name in "ab"[: int(store[-1])]]
         else:
-            raise SystemExit(f"unknown setup {setup!r} (sqlite, redis2, each optionally +fast)")
+            raise SystemExit(f"unknown setup {setup!r} (sqlite, redis1, redis2, each optionally +fast)")
         for i, (process, port) in enumerate(processes):
             running.callback(stop, process)
             wait_for_port(port, process)
@@ -268,7 +265,7 @@ def main() -> None:
     parser.add_argument(
         "--setups",
         default="sqlite,sqlite+fast,redis2,redis2+fast",
-        help="comma-separated: sqlite, redis2; +fast: the hubs on uvloop and httptools (else asyncio and h11)",
+        help="comma-separated: sqlite, redis1, redis2; +fast: the hubs on uvloop and httptools (else asyncio and h11)",
     )
     parser.add_argument("--profile", type=Path, help="sample each hub with py-spy into this folder and summarise")
     parser.add_argument(
