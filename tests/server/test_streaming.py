@@ -65,11 +65,11 @@ async def test_a_shutdown_ends_open_streams_as_if_their_clients_had_left() -> No
     closed = asyncio.Event()
     sent: list[dict[str, Any]] = []
 
-    async def frames() -> AsyncGenerator[bytes, None]:
+    async def frames() -> AsyncGenerator[tuple[bytes, bool], None]:
         try:
-            yield b"data: first\r\n\r\n"
+            yield b"data: first\r\n\r\n", False
             await asyncio.Event().wait()  # an idle run: nothing more comes
-            yield b"never"
+            yield b"never", True
         finally:
             closed.set()
 
@@ -96,8 +96,8 @@ async def test_a_stream_that_ended_is_not_ended_again() -> None:
     streams = OpenStreams()
     sent: list[dict[str, Any]] = []
 
-    async def frames() -> AsyncGenerator[bytes, None]:
-        yield b"data: only\r\n\r\n"
+    async def frames() -> AsyncGenerator[tuple[bytes, bool], None]:
+        yield b"data: only\r\n\r\n", False  # the run's stream ended before the run: the response ends on its own
 
     async def receive() -> dict[str, Any]:
         await asyncio.Event().wait()
