@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pstats
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,16 @@ def run(script: str, *args: str) -> str:
 def test_the_round_trip_benchmark_runs() -> None:
     out = run("roundtrip.py", "--n", "3", "--warmup", "1")
     assert "through the hub" in out and "N = 3" in out
+
+
+def test_the_hub_cpu_benchmark_compares_two_trees_and_profiles_the_hub(tmp_path: Path) -> None:
+    src = str(BENCH.parent / "src")
+    out = run("hub_cpu.py", "--n", "3", "--warmup", "1", "--pairs", "1", "--before", src)
+    assert out.startswith("before: median ") and "\nafter: median " in out, out
+    profile = tmp_path / "hub.prof"
+    out = run("hub_cpu.py", "--n", "3", "--warmup", "1", "--profile", str(profile))
+    assert out.startswith("profiled: "), out
+    assert any("elicithub" in path for path, _, _ in pstats.Stats(str(profile)).stats), "the hub's code is in it"
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")

@@ -65,11 +65,11 @@ async def test_a_shutdown_ends_open_streams_as_if_their_clients_had_left() -> No
     closed = asyncio.Event()
     sent: list[dict[str, Any]] = []
 
-    async def frames() -> AsyncGenerator[bytes, None]:
+    async def frames() -> AsyncGenerator[tuple[bytes, bool], None]:
         try:
-            yield b"data: first\r\n\r\n"
+            yield b"data: first\r\n\r\n", False
             await asyncio.Event().wait()  # an idle run: nothing more comes
-            yield b"never"
+            yield b"never", True
         finally:
             closed.set()
 
@@ -96,8 +96,8 @@ async def test_a_stream_that_ended_is_not_ended_again() -> None:
     streams = OpenStreams()
     sent: list[dict[str, Any]] = []
 
-    async def frames() -> AsyncGenerator[bytes, None]:
-        yield b"data: only\r\n\r\n"
+    async def frames() -> AsyncGenerator[tuple[bytes, bool], None]:
+        yield b"data: only\r\n\r\n", False  # the run's stream ended before the run: the response ends on its own
 
     async def receive() -> dict[str, Any]:
         await asyncio.Event().wait()
@@ -110,3 +110,29 @@ async def test_a_stream_that_ended_is_not_ended_again() -> None:
     await response({"type": "http"}, receive, send)
     streams.end_all()  # nothing open: nothing to end
     assert len(streams) == 0 and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+@pytest.mark.anyio
+async def test_the_last_frame_ends_the_response_in_the_same_message() -> None:
+    """A run's last frame and the end of the body go in one write, not a frame and then an empty end."""
+    sent: list[dict[str, Any]] = []
+
+    async def frames() -> AsyncGenerator[tuple[bytes, bool], None]:
+        yield b"data: first\r\n\r\n", False
+        yield b"data: [DONE]\r\n\r\n", True
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    streams = OpenStreams()
+    await SSEResponse(frames(), keepalive_s=3600, headers={}, streams=streams)({"type": "http"}, receive, send)
+    assert [(m["type"], m.get("body"), m.get("more_body")) for m in sent] == [
+        ("http.response.start", None, None),
+        ("http.response.body", b"data: first\r\n\r\n", True),
+        ("http.response.body", b"data: [DONE]\r\n\r\n", False),
+    ]
+    assert len(streams) == 0

@@ -86,3 +86,28 @@ def test_openai_writer_carries_events_as_json_content_and_stops() -> None:
     assert len(chunks) == 3 and chunks[-1]["choices"][0]["finish_reason"] == "stop"
     assert lines[-1] == "[DONE]"
     assert QUESTION.expires_at - QUESTION.created_at == timedelta(seconds=60)
+
+
+def test_a_frame_that_depends_on_the_event_alone_is_encoded_once_for_every_reader() -> None:
+    """Every reader on the hub that wrote an event gets the one event object: its shared frames are made once."""
+    asked = ElicitationRequested(QUESTION)
+    resolved = ElicitationResolved(QUESTION.id, "accepted")
+    done = ToolCallFinished("call_1", "mrtr.provision", "done", False)
+    first, second = UIMessageStreamWriter("run_1"), UIMessageStreamWriter("run_1")
+    for event in [asked, resolved, done]:
+        a, b = first.write(event)[-1], second.write(event)[-1]
+        assert a is b  # the same string, not an equal one encoded again
+    chats = [OpenAIChunkWriter("scripted"), OpenAIChunkWriter("scripted")]
+    contents = [json.loads(w.write(asked)[0])["choices"][0]["delta"]["content"] for w in chats]
+    assert contents[0] == contents[1] and set(asked.frames) == {"ui", "openai"}
+    # Frames that carry a reader's own state are not shared: each OpenAI stream names its own chunks.
+    assert json.loads(chats[0].write(asked)[0])["id"] != json.loads(chats[1].write(asked)[0])["id"]
+
+
+def test_a_shared_frame_is_the_frame_the_event_would_have_had_on_its_own() -> None:
+    """Sharing never changes the bytes: a copy of the event (no frames yet) is framed the same."""
+    asked = ElicitationRequested(QUESTION)
+    UIMessageStreamWriter("run_1").write(asked)
+    again = ElicitationRequested(QUESTION)
+    assert UIMessageStreamWriter("run_1").write(asked) == UIMessageStreamWriter("run_1").write(again)
+    assert asked == again  # the frames kept on an event are no part of what it is

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, NotRequired, TypedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, NotRequired, TypedDict
 
 from elicithub.core.elicitation import Elicitation, Mode, Outcome, QuestionContext
 from elicithub.core.jsonwire import JsonObject
@@ -33,17 +34,21 @@ class ToolCallFinished:
     name: str
     text: str
     is_error: bool
+    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """This event's frames as surfaces wrote them, by surface (see `framed`)."""
 
 
 @dataclass(frozen=True)
 class ElicitationRequested:
     elicitation: Elicitation
+    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class ElicitationResolved:
     elicitation_id: str
     outcome: Outcome
+    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,19 @@ StreamEvent = (
     | RunPaused
     | RunFinished
 )
+
+
+Framed = ToolCallFinished | ElicitationRequested | ElicitationResolved
+"""The events whose frames depend on the event alone (no reader's state), so readers share them."""
+
+
+def framed(event: Framed, surface: str, encode: Callable[[], str]) -> str:
+    """The frame `surface` writes for `event`, encoded once however many readers write it: every reader on the hub
+    that wrote an event gets the one event object (`Logged`)."""
+    frame = event.frames.get(surface)
+    if frame is None:
+        frame = event.frames[surface] = encode()
+    return frame
 
 
 class RequestEvent(TypedDict):
@@ -150,6 +168,26 @@ def to_json(event: StreamEvent) -> JsonObject:
     if isinstance(event, RunPaused):
         return {"type": "run-paused", "elicitationIds": list(event.elicitation_ids)}
     return {"type": "run-finished", "reason": event.reason}
+
+
+class Logged(dict[str, Any]):
+    """A run's event as it goes on the log (`{"run": RUN, **to_json(event)}`), carrying the event it was made from.
+    Stores keep what they were handed in memory for the readers on their own hub, so those read the event back as
+    written (`event_of`) instead of decoding the dict again; one read back from a store is a plain dict."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, run_id: str, event: StreamEvent) -> None:
+        super().__init__(run=run_id)
+        self.update(to_json(event))
+        self.event = event
+
+
+def event_of(data: JsonObject) -> StreamEvent | None:
+    """The event a logged dict stands for: the one written, when it was written on this hub."""
+    if type(data) is Logged:
+        return data.event
+    return from_json(data)
 
 
 def from_json(data: JsonObject) -> StreamEvent | None:

@@ -60,7 +60,11 @@ class ToolRouter:
         """Every trigger's tools, qualified by its prefix; a trigger that cannot list them now is left out."""
         allowed = self._allowed(context)
         triggers = [t for p, t in self._triggers.items() if p in allowed]
-        listed = await asyncio.gather(*(t.list_tools(context) for t in triggers), return_exceptions=True)
+        listed: list[list[ToolSpec] | BaseException]
+        if len(triggers) == 1:  # nothing to list beside it: no task to run it in (a cached listing is the rule)
+            listed = [await _listing(triggers[0], context)]
+        else:
+            listed = await asyncio.gather(*(t.list_tools(context) for t in triggers), return_exceptions=True)
         specs: list[ToolSpec] = []
         for trigger, result in zip(triggers, listed, strict=True):
             if isinstance(result, BaseException):
@@ -87,3 +91,11 @@ class ToolRouter:
     async def close(self) -> None:
         for trigger in self._triggers.values():
             await trigger.close()
+
+
+async def _listing(trigger: Trigger, context: CallContext | None) -> list[ToolSpec] | BaseException:
+    """`trigger`'s tools, or what it failed with (as `asyncio.gather(return_exceptions=True)` would have it)."""
+    try:
+        return await trigger.list_tools(context)
+    except Exception as exc:
+        return exc

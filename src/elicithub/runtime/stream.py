@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from elicithub.core.elicitation import Elicitation
-from elicithub.core.events import ElicitationResolved, RunFinished, StreamEvent, from_json, to_json
+from elicithub.core.events import ElicitationResolved, Logged, RunFinished, StreamEvent, event_of
 from elicithub.core.ports import EventLog
 from elicithub.core.runs import conversation_key
 
@@ -22,13 +22,13 @@ class RunStream:
     async def emit(self, key: str, run_id: str, event: StreamEvent) -> None:
         """Written behind: the run goes on at once. What it stored before emitting (a pause, a question) is stored
         before any reader can see the event."""
-        self.log.post(key, {"run": run_id, **to_json(event)})
+        self.log.post(key, Logged(run_id, event))
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
         """The broker's sink: a question and its end go to the stream of the run that asked. The instance that
         publishes may not be the one running it (it took the answer), so its readers are not assumed to follow."""
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
-        self.log.post(key, {"run": elicitation.run_id, **to_json(event)}, followed=False)
+        self.log.post(key, Logged(elicitation.run_id, event), followed=False)
 
     async def holds(self, key: str, run_id: str, after: int) -> bool:
         """Whether the log still keeps what followed position `after`, and some of it is `run_id`'s: a run that
@@ -53,7 +53,7 @@ class RunStream:
                 after = seq
                 if data.get("run") != run_id:
                     continue
-                event = from_json(data)
+                event = event_of(data)
                 if event is None:
                     continue
                 if isinstance(event, ElicitationResolved):

@@ -64,7 +64,7 @@ class SSEResponse(Response):
 
     def __init__(
         self,
-        frames: AsyncGenerator[bytes, None],
+        frames: AsyncGenerator[tuple[bytes, bool], None],
         *,
         keepalive_s: float,
         headers: Mapping[str, str],
@@ -95,11 +95,15 @@ class SSEResponse(Response):
         watcher = self._watcher = loop.create_task(self._watch(receive, send, streaming))
         self._streams.add(self)
         try:
-            async for chunk in self._frames:
+            last = False
+            async for chunk, last in self._frames:
+                if last:
+                    watcher.cancel()  # before the last message: a keep-alive must not follow it
                 self._written = loop.time()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            watcher.cancel()  # before the last message: a keep-alive must not follow it
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
+            if not last:
+                watcher.cancel()
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             self._stopping = True
             # The watcher's cancellations, when the client left, end the response; any other goes on up.
@@ -169,23 +173,27 @@ def _data(lines: list[str], event_id: str | None = None) -> bytes:
     return "".join(f"{head}data: {line}\r\n\r\n" for line in lines).encode()
 
 
-async def _frames(writer: Writer, run_id: str, events: Events, first: list[StreamEvent]) -> AsyncGenerator[bytes, None]:
-    """Each event's frames as one chunk; the writer's start and `first` as the first."""
-    yield _data(writer.start() + [line for event in first for line in writer.write(event)])
+async def _frames(
+    writer: Writer, run_id: str, events: Events, first: list[StreamEvent]
+) -> AsyncGenerator[tuple[bytes, bool], None]:
+    """Each event's frames as one chunk, and whether it is the last (it then ends the response in the same write);
+    the writer's start and `first` as the first."""
+    yield _data(writer.start() + [line for event in first for line in writer.write(event)]), False
     if not isinstance(events, AsyncIterator):
         events = _aiter(events)
     try:
         async for seq, event in events:
             lines = writer.write(event)
+            finished = isinstance(event, RunFinished)
             if lines:
-                yield _data(lines, f"{run_id}:{seq}" if writer.event_ids else None)
-            if isinstance(event, RunFinished):
+                yield _data(lines, f"{run_id}:{seq}" if writer.event_ids else None), finished
+            if finished:
                 return
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-    yield _data(writer.end())
+    yield _data(writer.end()), True
 
 
 async def _aiter(events: Iterable[tuple[int, StreamEvent]]) -> AsyncIterator[tuple[int, StreamEvent]]:

@@ -58,7 +58,8 @@ class Notifier:
                 if found or remaining <= 0:
                     return found
                 try:
-                    await asyncio.wait_for(event.wait(), remaining)
+                    async with asyncio.timeout(remaining):  # no task per wait, as asyncio.wait_for makes in 3.11
+                        await event.wait()
                 except TimeoutError:
                     return await read()
         finally:

@@ -12,12 +12,18 @@ from elicithub.core.events import (
     RunFinished,
     StreamEvent,
     TextDelta,
+    framed,
     request_event,
     resolved_event,
 )
 from elicithub.core.jsonwire import dumps, dumps_event
 
 DONE = "[DONE]"
+
+
+def _content(event: Any) -> str:
+    """An elicitation event as the text of a chunk's delta (each stream's chunks differ, in their ids)."""
+    return dumps(event, compact=False)
 
 
 class OpenAIChunkWriter:
@@ -45,9 +51,11 @@ class OpenAIChunkWriter:
         if isinstance(event, TextDelta):
             return [self._chunk({"content": event.text})]
         if isinstance(event, ElicitationRequested):
-            return [self._chunk({"content": dumps(request_event(event.elicitation), compact=False)})]
+            asked = event.elicitation
+            return [self._chunk({"content": framed(event, "openai", lambda: _content(request_event(asked)))})]
         if isinstance(event, ElicitationResolved):
-            return [self._chunk({"content": dumps(resolved_event(event.elicitation_id, event.outcome), compact=False)})]
+            ended = resolved_event(event.elicitation_id, event.outcome)
+            return [self._chunk({"content": framed(event, "openai", lambda: _content(ended))})]
         if isinstance(event, RunFinished):
             return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.

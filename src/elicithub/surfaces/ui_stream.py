@@ -13,6 +13,7 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
+    framed,
     request_event,
     resolved_event,
 )
@@ -25,6 +26,24 @@ DONE = "[DONE]"
 
 def _part(part: dict[str, Any]) -> str:
     return dumps_event(part)
+
+
+def _tool_output(event: ToolCallFinished) -> str:
+    if event.is_error:
+        failed = {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text}
+        return _part({**failed, "dynamic": True})
+    done = {"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text}
+    return _part({**done, "dynamic": True})
+
+
+def _request(event: ElicitationRequested) -> str:
+    data = request_event(event.elicitation)
+    return _part({"type": "data-elicitation-request", "id": data["elicitationId"], "data": data})
+
+
+def _resolved(event: ElicitationResolved) -> str:
+    resolved = resolved_event(event.elicitation_id, event.outcome)
+    return _part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": resolved})
 
 
 class UIMessageStreamWriter:
@@ -81,21 +100,11 @@ class UIMessageStreamWriter:
             }
             return [*self._step(), *self._end_text(), _part(part)]
         if isinstance(event, ToolCallFinished):
-            if event.is_error:
-                failed = {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text}
-                return [*self._step(), _part({**failed, "dynamic": True})]
-            done = {"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text}
-            return [*self._step(), _part({**done, "dynamic": True})]
+            return [*self._step(), framed(event, "ui", lambda: _tool_output(event))]
         if isinstance(event, ElicitationRequested):
-            data = request_event(event.elicitation)
-            return [
-                *self._step(),
-                *self._end_text(),
-                _part({"type": "data-elicitation-request", "id": data["elicitationId"], "data": data}),
-            ]
+            return [*self._step(), *self._end_text(), framed(event, "ui", lambda: _request(event))]
         if isinstance(event, ElicitationResolved):
-            resolved = resolved_event(event.elicitation_id, event.outcome)
-            return [_part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": resolved})]
+            return [framed(event, "ui", lambda: _resolved(event))]
         if isinstance(event, RunFinished):
             return self.end()
         return []  # RunStarted, RunPaused: nothing to show

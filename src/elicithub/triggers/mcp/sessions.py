@@ -88,7 +88,8 @@ class Sessions:
         if call is not None:
             session.calls[call] += 1
         try:  # a session that fails to open leaves `_open` by itself (`_hold`)
-            yield await asyncio.shield(session.opened)
+            opened = session.opened
+            yield opened.result() if opened.done() else await asyncio.shield(opened)
         finally:
             if call is not None:
                 session.calls -= Counter({call: 1})
