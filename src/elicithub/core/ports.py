@@ -77,6 +77,12 @@ class ConversationStore(Protocol):
     """Conversations by `key` (see `core.runs.conversation_key`), written by compare-and-set on `version`; each
     conversation's messages in a list apart that only grows, so a write costs the same however long it is."""
 
+    @property
+    def ordered(self) -> bool:
+        """Whether the store applies the writes and reads issued in one turn of the event loop in the order they were
+        issued, so a read issued after writes in the same turn sees them (one process, one writer, or one write per
+        turn); not a pool of connections, on which they race."""
+
     async def get(self, key: str, *, messages: bool = True) -> ConversationRecord | None:
         """The record with its messages; `messages=False`: without them (its `stored` still counts them), for those
         who need only its active run."""

@@ -92,9 +92,14 @@ class Conversations:
         self.stream = stream
         self.instance = instance
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._running_in: dict[str, str] = {}
+        """The conversation key of each run whose task goes on here."""
         self._parking = Parking(broker, self._unpark)
         self._parked_in: dict[str, str] = {}
         """The conversation key of each run parked here: its history is read back from this hub's `histories`."""
+        self._read_by_answer: dict[str, asyncio.Future[RunRecord | None]] = {}
+        """A parked run's record as an answer here reads it while it is parked: its unparking needs no read of its
+        own."""
         self._readers: Counter[str] = Counter()
         self._reader_kinds: Counter[str] = Counter()
         self._watchers: list[Callable[[RunRecord], None]] = []
@@ -176,10 +181,20 @@ class Conversations:
         elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id)
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         after = await self.backend.events.last(key)
-        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together.
+        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together; a
+        # run parked here is read whole (its history is the one this hub holds), so it resumes without a read.
+        parked_in = self._parked_in.get(elicitation.run_id)
+        read = asyncio.ensure_future(
+            self.backend.runs.get(
+                elicitation.run_id,
+                messages=parked_in is not None,
+                known=self.runner.histories.first(parked_in) if parked_in is not None else (),
+            )
+        )
+        if parked_in is not None:
+            self._read_by_answer[elicitation.run_id] = read
         resolution, run = await asyncio.gather(
-            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation),
-            self.backend.runs.get(elicitation.run_id, messages=False),
+            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation), read
         )
         followed = self._readers[elicitation.run_id] > 0
         call = None
@@ -189,8 +204,10 @@ class Conversations:
 
     async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:
         """`run_id`'s events after position `after`, as they come, up to its end."""
-        conversation = await self.get(caller, conversation_id, messages=False)
-        return Following(run_id, self._follow(conversation.key, run_id, after, "chat"))
+        key = self._key(caller, conversation_id)
+        if self._running_in.get(run_id) != key:  # else the caller's conversation is there: its run goes on here
+            await self.get(caller, conversation_id, messages=False)
+        return Following(run_id, self._follow(key, run_id, after, "chat"))
 
     async def reattach(
         self, caller: Caller, conversation_id: str, resume: tuple[str, int] | None = None
@@ -221,14 +238,18 @@ class Conversations:
     async def get(self, caller: Caller, conversation_id: str, *, messages: bool = True) -> ConversationRecord:
         """The caller's conversation (`messages=False`: without its messages); unknown or another user's: not
         found."""
-        check_conversation_id(conversation_id)
-        if caller.user_id is None and not held_by(conversation_id, caller.anonymous):
-            raise ConversationNotFound(conversation_id)
-        key = conversation_key(caller.user_id, conversation_id)
-        conversation = await self.backend.conversations.get(key, messages=messages)
+        conversation = await self.backend.conversations.get(self._key(caller, conversation_id), messages=messages)
         if conversation is None:
             raise ConversationNotFound(conversation_id)
         return conversation
+
+    @staticmethod
+    def _key(caller: Caller, conversation_id: str) -> str:
+        """The store key of the caller's conversation; one an anonymous caller does not hold: not found."""
+        check_conversation_id(conversation_id)
+        if caller.user_id is None and not held_by(conversation_id, caller.anonymous):
+            raise ConversationNotFound(conversation_id)
+        return conversation_key(caller.user_id, conversation_id)
 
     # -- questions, as their person sees them
 
@@ -322,20 +343,20 @@ class Conversations:
     def _start(self, record: RunRecord, *, resumed: bool, unparked: bool = False) -> None:
         async def run() -> None:
             try:
-                if not resumed:
-                    await self.backend.runs.save(record)
                 parking = self._parking.spot(record.run_id)
-                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked)
+                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked, saves=saves)
             except Parked:
                 # Its pause is on record: held here until the round ends, then resumed from it (`_unpark`).
                 self._parked_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
                 self._parking.park(record.run_id)
             finally:
                 if self._tasks.get(record.run_id) is task:  # not the task of a run resumed meanwhile
-                    del self._tasks[record.run_id]
+                    del self._tasks[record.run_id], self._running_in[record.run_id]
 
+        saves = None if resumed else self.runner.start(record)
         # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
         task = self._tasks[record.run_id] = asyncio.create_task(run())
+        self._running_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
         if not unparked:  # a watcher of a run follows it through its parking
             for watcher in self._watchers:
                 watcher(record)
@@ -343,8 +364,14 @@ class Conversations:
     async def _unpark(self, run_id: str) -> None:
         """A parked run's round ended: it goes on here, from its record, as after a restart."""
         key = self._parked_in.pop(run_id, None)
-        known = self.runner.histories.first(key) if key is not None else []
-        record = await self.backend.runs.get(run_id, known=known)
+        reading = self._read_by_answer.pop(run_id, None)
+        record = None
+        if reading is not None:
+            with contextlib.suppress(Exception):  # read again below
+                record = await reading
+        if record is None:
+            known = self.runner.histories.first(key) if key is not None else []
+            record = await self.backend.runs.get(run_id, known=known)
         if record is None or record.status == "finished" or record.owner != self.instance:
             return  # stopped for good, or taken over by another instance meanwhile
         self._start(record, resumed=True, unparked=True)
@@ -398,6 +425,7 @@ class Conversations:
 
     async def close(self) -> None:
         waiting = await self._parking.close()
+        self._read_by_answer.clear()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()

@@ -9,6 +9,8 @@ from elicithub.store.memory.events import MemoryEvents
 
 
 class MemoryConversations:
+    ordered = True
+
     def __init__(self, events: MemoryEvents) -> None:
         self._items: dict[str, ConversationRecord] = {}  # kept without their messages
         self._messages: dict[str, list[Message]] = {}

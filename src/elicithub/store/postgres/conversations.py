@@ -68,6 +68,8 @@ UPDATE_WITH_MESSAGES = with_messages(UPDATE, 7, 8)
 
 
 class PostgresConversations:
+    ordered = False  # a pool: statements of one turn race
+
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
 

@@ -48,6 +48,8 @@ def decode(items: list[bytes | str]) -> list[Message]:
 class RedisConversations:
     """Conversations shared by every hub; Redis forgets one (and its messages) `retention_s` after its last write."""
 
+    ordered = True  # one write per turn of the loop (batching), applied in order
+
     def __init__(self, client: redis.Redis, retention_s: float) -> None:
         self._redis = client
         self._put = client.register_script(_PUT_CONVERSATION)

@@ -25,6 +25,8 @@ def read_messages(db: sqlite3.Connection, key: str, count: int | None = None) ->
 
 
 class SqliteConversations:
+    ordered = True  # one writer, in the order asked
+
     def __init__(self, db: SqliteDb, events: SqliteEvents) -> None:
         self._run = db.run
         self._events = events
