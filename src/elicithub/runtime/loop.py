@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 from elicithub import telemetry
@@ -20,7 +20,7 @@ from elicithub.core.events import (
     ToolCallFinished,
 )
 from elicithub.core.ports import ConversationStore, RunStore
-from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
+from elicithub.core.runs import ConversationRecord, Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit
 from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
@@ -295,31 +295,25 @@ class Runner:
     async def _finish(
         self, key: str, record: RunRecord, messages: list[Message], saves: Saves, end: Callable[[], Awaitable[None]]
     ) -> None:
-        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished and
-        `end` its stream. While the run is active its conversation holds just the messages it started from, so the
-        write adds only what the run said."""
+        """Mark the run finished and commit what it said to its conversation, unless a newer message superseded it,
+        in one step (`RunStore.finish`), and `end` its stream."""
         await saves.landed()
-        while (conversation := await self.conversations.get(key, messages=False)) is not None:
-            if conversation.active_run_id != record.run_id:
-                break
-            done = replace(
-                conversation,
-                messages=messages,
-                active_run_id=None,
-                version=conversation.version + 1,
-                updated_at=record.with_().updated_at,
-            )
-            if await self.conversations.put(done, conversation.version):
-                self.histories.saw(done)
-                break
-        finished = next_status(record.status, "finish")
-        # The save is issued first and the end posted in the same turn, so a batching store writes both at once,
-        # in that order.
-        saved = asyncio.ensure_future(
-            saves.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
+        finished = record.with_(
+            messages=messages, tool_calls=[], pause=None, status=next_status(record.status, "finish")
         )
-        await end()
-        await saved
+        committing = asyncio.ensure_future(self.runs.finish(finished))
+        if self.conversations.ordered:
+            # Issued first, the end posted in the same turn: a batching store writes both at once, in that order.
+            await end()
+        version = await committing
+        if version is not None:
+            self.histories.saw(
+                ConversationRecord(
+                    key, record.conversation_id, record.user_id, messages, None, 0, version, finished.updated_at
+                )
+            )
+        if not self.conversations.ordered:
+            await end()  # a reader that sees the end and sends again finds the run committed
 
 
 def last_words(messages: list[Message]) -> str:

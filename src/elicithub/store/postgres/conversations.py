@@ -4,8 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 
-from elicithub.core.runs import ConversationRecord
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from elicithub.core.ports import Added
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.schema import PURGE_BATCH
 
@@ -13,6 +19,8 @@ GET = """
 SELECT c.data, (SELECT coalesce(max(m.pos) + 1, 0) FROM elicithub_conversation_messages m WHERE m.key = $1)
 FROM elicithub_conversations c WHERE c.key = $1
 """
+LOCKED = GET.strip() + " FOR UPDATE OF c"
+LAST = "SELECT last FROM elicithub_event_logs WHERE key = $1"
 GET_WITH_MESSAGES = """
 SELECT c.data,
     (SELECT coalesce(json_agg(m.data ORDER BY m.pos), '[]') FROM elicithub_conversation_messages m WHERE m.key = $1)
@@ -67,6 +75,45 @@ CREATE_WITH_MESSAGES = with_messages(CREATE, 6, 7)
 UPDATE_WITH_MESSAGES = with_messages(UPDATE, 7, 8)
 
 
+Connection = asyncpg.Connection | PoolConnectionProxy
+
+
+async def write(
+    db: asyncpg.Pool | Connection,
+    record: ConversationRecord,
+    expected_version: int | None,
+    added: Sequence[Message],
+) -> bool:
+    """`ConversationStore.put`, adding `added` after the `record.stored` messages."""
+    row = (
+        record.key,
+        record.version,
+        record.active_run_id is not None,
+        record.updated_at,
+        json.dumps(record.to_json(), separators=(",", ":")),
+    )
+    messages = [json.dumps(m, separators=(",", ":")) for m in added]
+    if expected_version is None:
+        written = await db.fetchval(CREATE_WITH_MESSAGES, *row, record.stored, messages)
+    else:
+        written = await db.fetchval(UPDATE_WITH_MESSAGES, *row, expected_version, record.stored, messages)
+    return int(written) == 1
+
+
+async def commit(connection: Connection, run: RunRecord) -> int | None:
+    """`RunStore.finish`'s commit of `run` to its conversation (see there), in the transaction of `connection`."""
+    row = await connection.fetchrow(LOCKED, conversation_key(run.user_id, run.conversation_id))
+    if row is None:
+        return None
+    data = json.loads(row[0])
+    if "messages" in data or data["active_run_id"] != run.run_id or row[1] < run.history:
+        return None
+    current = ConversationRecord.from_json(data, stored=row[1])
+    done = replace(current, active_run_id=None, version=current.version + 1, updated_at=run.updated_at)
+    await write(connection, done, current.version, run.messages[row[1] :])
+    return done.version
+
+
 class PostgresConversations:
     ordered = False  # a pool: statements of one turn race
 
@@ -86,19 +133,24 @@ class PostgresConversations:
 
     async def put(self, record: ConversationRecord, expected_version: int | None) -> bool:
         pool = await self._db.pool()
-        row = (
-            record.key,
-            record.version,
-            record.active_run_id is not None,
-            record.updated_at,
-            json.dumps(record.to_json(), separators=(",", ":")),
-        )
-        added = [json.dumps(m, separators=(",", ":")) for m in record.messages[record.stored :]]
-        if expected_version is None:
-            written = await pool.fetchval(CREATE_WITH_MESSAGES, *row, record.stored, added)
-        else:
-            written = await pool.fetchval(UPDATE_WITH_MESSAGES, *row, expected_version, record.stored, added)
-        return int(written) == 1
+        return await write(pool, record, expected_version, record.messages[record.stored :])
+
+    async def send(self, record: ConversationRecord) -> Added | None:
+        pool = await self._db.pool()
+        async with pool.acquire() as connection, connection.transaction():
+            while (row := await connection.fetchrow(LOCKED, record.key)) is None:
+                written = replace(record, version=1, active_run_after=0, stored=0)
+                if await write(connection, written, None, record.messages):
+                    return Added(None, replace(written, messages=[], stored=len(record.messages)))
+                # Another writer made it meanwhile: read it, waiting until that writer commits.
+            data = json.loads(row[0])
+            if "messages" in data:
+                return None
+            previous = ConversationRecord.from_json(data, stored=row[1])
+            after = await connection.fetchval(LAST, record.key) or 0
+            written = replace(record, version=previous.version + 1, active_run_after=after, stored=row[1])
+            await write(connection, written, previous.version, record.messages[-1:])
+            return Added(previous, replace(written, messages=[], stored=row[1] + 1))
 
     async def purge(self, idle_before: float) -> int:
         pool = await self._db.pool()
