@@ -19,7 +19,10 @@ GET = """
 SELECT c.data, (SELECT coalesce(max(m.pos) + 1, 0) FROM elicithub_conversation_messages m WHERE m.key = $1)
 FROM elicithub_conversations c WHERE c.key = $1
 """
-LOCKED = GET.strip() + " FOR UPDATE OF c"
+# Locked first, then counted: a statement sees what was committed before it began, and the count's statement begins
+# once the lock is held (the row's own statement may have begun before its last writer committed).
+LOCKED = "SELECT data FROM elicithub_conversations WHERE key = $1 FOR UPDATE"
+COUNT = "SELECT coalesce(max(pos) + 1, 0) FROM elicithub_conversation_messages WHERE key = $1"
 LAST = "SELECT last FROM elicithub_event_logs WHERE key = $1"
 GET_WITH_MESSAGES = """
 SELECT c.data,
@@ -102,15 +105,18 @@ async def write(
 
 async def commit(connection: Connection, run: RunRecord) -> int | None:
     """`RunStore.finish`'s commit of `run` to its conversation (see there), in the transaction of `connection`."""
-    row = await connection.fetchrow(LOCKED, conversation_key(run.user_id, run.conversation_id))
-    if row is None:
+    key = conversation_key(run.user_id, run.conversation_id)
+    text = await connection.fetchval(LOCKED, key)
+    if text is None:
         return None
-    data = json.loads(row[0])
-    if "messages" in data or data["active_run_id"] != run.run_id or row[1] < run.history:
+    data = json.loads(text)
+    stored = await connection.fetchval(COUNT, key)
+    if "messages" in data or data["active_run_id"] != run.run_id or stored < run.history:
         return None
-    current = ConversationRecord.from_json(data, stored=row[1])
+    current = ConversationRecord.from_json(data, stored=stored)
     done = replace(current, active_run_id=None, version=current.version + 1, updated_at=run.updated_at)
-    await write(connection, done, current.version, run.messages[row[1] :])
+    if not await write(connection, done, current.version, run.messages[stored:]):
+        raise RuntimeError(f"conversation {key} changed under its lock")  # not with a row lock held
     return done.version
 
 
@@ -138,19 +144,21 @@ class PostgresConversations:
     async def send(self, record: ConversationRecord) -> Added | None:
         pool = await self._db.pool()
         async with pool.acquire() as connection, connection.transaction():
-            while (row := await connection.fetchrow(LOCKED, record.key)) is None:
+            while (text := await connection.fetchval(LOCKED, record.key)) is None:
                 written = replace(record, version=1, active_run_after=0, stored=0)
                 if await write(connection, written, None, record.messages):
                     return Added(None, replace(written, messages=[], stored=len(record.messages)))
                 # Another writer made it meanwhile: read it, waiting until that writer commits.
-            data = json.loads(row[0])
+            data = json.loads(text)
             if "messages" in data:
                 return None
-            previous = ConversationRecord.from_json(data, stored=row[1])
+            stored = await connection.fetchval(COUNT, record.key)
+            previous = ConversationRecord.from_json(data, stored=stored)
             after = await connection.fetchval(LAST, record.key) or 0
-            written = replace(record, version=previous.version + 1, active_run_after=after, stored=row[1])
-            await write(connection, written, previous.version, record.messages[-1:])
-            return Added(previous, replace(written, messages=[], stored=row[1] + 1))
+            written = replace(record, version=previous.version + 1, active_run_after=after, stored=stored)
+            if not await write(connection, written, previous.version, record.messages[-1:]):
+                raise RuntimeError(f"conversation {record.key} changed under its lock")  # not with a row lock held
+            return Added(previous, replace(written, messages=[], stored=stored + 1))
 
     async def purge(self, idle_before: float) -> int:
         pool = await self._db.pool()
