@@ -145,8 +145,7 @@ class Runner:
             await self.stream.emit(key, record.run_id, event)
 
         saves = saves or Saves(self.runs)
-        active = partial(self._active, key, record.run_id, saves)
-        showing = Showing(record.run_id, emit, (record.agent,), active, parking)
+        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parking)
         with telemetry.run(record, resumed) as span:
             record, messages, reason = await self._steps(record, saves, emit, showing, resumed, unparked)
             span.note("outcome", reason, failed=reason == "error")
@@ -284,11 +283,7 @@ class Runner:
             await saved
         return active
 
-    async def _active(self, key: str, run_id: str, saves: Saves | None = None) -> bool:
-        """Whether the run still has its conversation; read once the run's first save has landed (`saves`), so the
-        read goes in one write with the events posted meanwhile."""
-        if saves is not None:
-            await saves.landed()
+    async def _active(self, key: str, run_id: str) -> bool:
         conversation = await self.conversations.get(key, messages=False)
         return conversation is not None and conversation.active_run_id == run_id
 
