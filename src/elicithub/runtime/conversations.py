@@ -21,9 +21,10 @@ from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.events import StreamEvent
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
-from elicithub.core.ports import Added, Backend
+from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, ToolCall, conversation_key
 from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
+from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.parking import Parked, Parking
 from elicithub.runtime.stream import RunStream
@@ -130,13 +131,7 @@ class Conversations:
         new = ConversationRecord(
             key, conversation_id, caller.user_id, [*(history or []), message], run_id, updated_at=time.time()
         )
-        added = await self.backend.conversations.send(new)
-        if added is None:  # stored in an earlier form: read and written by compare-and-set
-            record, superseded = await self._put_message(new)
-        else:
-            record = replace(added.written, messages=await self._messages(added, new))
-            superseded = added.previous.active_run_id if added.previous is not None else None
-        self.runner.histories.saw(record)
+        record, superseded = await add_message(self.backend, self.runner.histories, new)
         if superseded is not None:
             await self._supersede(superseded)
         run = RunRecord(
@@ -154,49 +149,6 @@ class Conversations:
         )
         self._start(run, resumed=False)
         return Sent(conversation_id, run_id, record.active_run_after)
-
-    async def _messages(self, added: Added, new: ConversationRecord) -> list[Message]:
-        """All the messages `send` left its conversation with: those this hub holds, if it holds the ones before."""
-        if added.previous is None:
-            return new.messages
-        known = self.runner.histories.with_messages(added.previous)
-        if known is not None:
-            return [*known.messages, new.messages[-1]]
-        read = await self.backend.conversations.get(new.key)
-        return [] if read is None else read.messages[: added.written.stored]
-
-    async def _put_message(self, new: ConversationRecord) -> tuple[ConversationRecord, str | None]:
-        """`send`'s write by compare-and-set (a conversation stored in an earlier form); the record written, and the
-        run it superseded."""
-        while True:
-            current = await self._with_messages(new.key)
-            base = current or replace(new, messages=new.messages[:-1], active_run_id=None)
-            # A new conversation's log is read from its start: any position before the run's first event will do
-            # (readers skip other runs' events), so one unknown to the store needs no read of its length.
-            after = 0 if current is None else await self.backend.events.last(new.key)
-            record = replace(
-                base,
-                messages=[*base.messages, new.messages[-1]],
-                active_run_id=new.active_run_id,
-                active_run_after=after,
-                version=base.version + 1,
-                updated_at=new.updated_at,
-            )
-            if await self.backend.conversations.put(record, None if current is None else current.version):
-                return record, None if current is None else current.active_run_id
-
-    async def _with_messages(self, key: str) -> ConversationRecord | None:
-        """The conversation with all its messages: those this hub still holds if it is as this hub last saw it."""
-        light = await self.backend.conversations.get(key, messages=False)
-        if light is None:
-            return None
-        known = self.runner.histories.with_messages(light)
-        if known is not None:
-            return known
-        read = await self.backend.conversations.get(key)
-        if read is not None:
-            self.runner.histories.saw(read)
-        return read
 
     async def answer(
         self, caller: Caller, elicitation_id: str, answer: Answer, conversation_id: str | None = None
