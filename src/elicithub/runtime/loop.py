@@ -133,11 +133,10 @@ class Runner:
     ) -> None:
         """Run until the model answers without tool calls, then commit the conversation and end the stream.
 
-        A new run has `start`ed (`saves` is what that gave); a `resumed` one first finishes the tool calls its record
-        says were
-        interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to continue; so
-        does a run that parks at its `parking` (raising Parked), resumed `unparked`, its stream going on as if it
-        had waited.
+        A new run has been `start`ed (`saves`: what that gave); a `resumed` one first finishes the tool calls its
+        record says were interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to
+        continue; so does a run that parks at its `parking` (raising Parked), resumed `unparked`, its stream going on
+        as if it had waited.
         """
         key = conversation_key(record.user_id, record.conversation_id)
 
@@ -241,7 +240,7 @@ class Runner:
             call = calls[index]
             checkpoint.start(messages, calls, index)
             asker = self._asker(showing, checkpoint, resume if index == start else None)
-            await saves.landed()
+            await saves.landed()  # no call for a run that is not on record
             if not (shown and index == start):
                 await emit(call)
             if index == start and resume is not None and resume.state.get("kind") == "rerun":
