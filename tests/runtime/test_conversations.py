@@ -33,6 +33,7 @@ from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import open_backend
 from tests.core_fixtures import question
+from tests.store.test_conversation_messages import write_old_conversation
 
 pytestmark = pytest.mark.anyio
 
@@ -190,6 +191,25 @@ async def test_a_stopped_run_cancels_its_question_ends_and_keeps_nothing(backend
         assert not await hub.conversations.stop(ALICE, conversation, run_id)  # once
         record = await hub.conversations.get(ALICE, conversation)
         assert record.active_run_id is None and [m["content"] for m in record.messages] == [ASK]
+
+
+async def test_a_message_to_a_conversation_stored_in_an_earlier_form_goes_in_by_compare_and_set(
+    backend: Backend,
+) -> None:
+    if not backend.durable:
+        pytest.skip("an in-process store keeps no records of an earlier version")
+    said = [{"role": "user", "content": "before"}, {"role": "assistant", "content": "then"}]
+    old = {"key": conversation_key("alice", "chat-old"), "id": "chat-old", "user_id": "alice", "messages": said}
+    await write_old_conversation(
+        backend, {**old, "active_run_id": None, "active_run_after": 0, "version": 3, "updated_at": 1.0}
+    )
+    async with instance(backend) as hub:
+        _, events = await started(hub, ALICE, "chat-old", "/call t.echo {}")
+        assert TextDelta("echoed") in await events_until(events, RunFinished)
+        record = await hub.conversations.get(ALICE, "chat-old")
+        assert record.messages[:3] == [*said, {"role": "user", "content": "/call t.echo {}"}]
+        assert record.messages[-1] == {"role": "assistant", "content": "echoed"}
+        assert (record.active_run_id, record.version) == (None, 5)  # the message, then the run's words
 
 
 async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> None:

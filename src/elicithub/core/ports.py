@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -66,6 +67,12 @@ class RunStore(Protocol):
         conversation's first messages as the caller holds them (they never change: messages are only appended);
         when they cover the run's history they are used instead of reading it."""
 
+    async def finish(self, record: RunRecord) -> int | None:
+        """Save `record` (finished) and, if its conversation's active run is still this run, commit it in the same
+        step: add the run's messages after its `history` to the conversation, clear its active run and bump its
+        version (its time: the record's). The conversation's version written, or None when the run was no longer
+        active (it committed nothing)."""
+
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         """Take over a run from `expected_owner` (compare-and-set): of several claimants exactly one wins."""
 
@@ -83,9 +90,24 @@ class RunStore(Protocol):
         """Whether another hub instance still beats; its runs are taken over when it does not."""
 
 
+@dataclass(frozen=True)
+class Added:
+    """What `ConversationStore.send` did: the record it replaced (None: the conversation is new) and the one it wrote,
+    both without their messages (`stored` counts them)."""
+
+    previous: ConversationRecord | None
+    written: ConversationRecord
+
+
 class ConversationStore(Protocol):
     """Conversations by `key` (see `core.runs.conversation_key`), written by compare-and-set on `version`; each
     conversation's messages in a list apart that only grows, so a write costs the same however long it is."""
+
+    @property
+    def ordered(self) -> bool:
+        """Whether the store applies the writes and reads issued in one turn of the event loop in the order they were
+        issued, so a read issued after writes in the same turn sees them (one process, one writer, or one write per
+        turn); not a pool of connections, on which they race."""
 
     async def get(self, key: str, *, messages: bool = True) -> ConversationRecord | None:
         """The record with its messages; `messages=False`: without them (its `stored` still counts them), for those
@@ -97,6 +119,14 @@ class ConversationStore(Protocol):
 
         `expected_version=None`: only if no conversation has this key yet. False when another writer won.
         """
+
+    async def send(self, record: ConversationRecord) -> Added | None:
+        """Add a message and make `record.active_run_id` the active run, whichever run was active, in one step (read
+        and written at once, so no writer loses): `record` is the conversation as it would be new (all its messages,
+        the last the one to add; its time), of which a conversation already stored gets only the last message. The
+        version written is the one after the stored one, and `active_run_after` the newest seq of its event log as
+        stored (0 for a new conversation). None, writing nothing, when the stored record is of an earlier form
+        (messages inline): `put` it then."""
 
     async def purge(self, idle_before: float) -> int:
         """Forget conversations not written since this time (unix seconds) and without an active run, their

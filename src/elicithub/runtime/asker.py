@@ -16,6 +16,9 @@ from elicithub.core.runs import Pause
 from elicithub.runtime.parking import Parked, Spot
 
 SavePause = Callable[[Pause], Awaitable[None]]
+SaveChecked = Callable[[Pause], Awaitable[bool]]
+"""Save a pause and read whether the run is still active, the read made after the pause and the questions stored
+along with it (so in the same write, on a store that applies one turn's writes and reads in order)."""
 Emit = Callable[[StreamEvent], Awaitable[object]]
 
 
@@ -35,6 +38,7 @@ class Asker:
     being shown twice. `active` says whether the run still has the conversation: a question opened once a new
     message has superseded it is cancelled at once. `parking`: where the run may park, ending its task while a
     round waits, when the trigger can go on from the pause alone (raising Parked; it resumes from its pause).
+    `checked`: saves a pause and reads `active` in one go, after the questions are stored (else read after them).
     """
 
     def __init__(
@@ -47,6 +51,7 @@ class Asker:
         agent_path: tuple[str, ...] = (),
         active: Callable[[], Awaitable[bool]] = _always,
         parking: Spot | None = None,
+        checked: SaveChecked | None = None,
     ) -> None:
         self.broker = broker
         self.agent_path = agent_path
@@ -55,6 +60,7 @@ class Asker:
         self._resume = resume
         self._active = active
         self._parking = parking
+        self._checked = checked
         self._earlier = list(resume.elicitation_ids.values()) if resume is not None else []
         self.paused = False
 
@@ -99,14 +105,22 @@ class Asker:
             ids[key] = (earlier or elicitation).id
         with self._holding(resumable, ids.values()) as parking:
             # The pause is stored with the questions, before any of them shows: a run resumed elsewhere finds them.
-            await self.broker.open(*fresh, along=self._save(Pause(trigger, ids, state or {})))
+            pause = Pause(trigger, ids, state or {})
+            read: list[bool] = []
+            await self.broker.open(*fresh, along=self._pause_along(pause, read))
             self.paused = True
-            if not await self._active():
+            if not (read[0] if read else await self._active()):
                 # Superseded meanwhile. The supersede cancelled what the run's pause named when it read it, which
                 # may have been before these were stored; read after storing them, one of the two sees every one.
                 await self.broker.cancel(list(ids.values()))
                 return await self._wait([ids[k] for k in keys], shown={}, parking=parking)
             return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh}, parking=parking)
+
+    async def _pause_along(self, pause: Pause, read: list[bool]) -> None:
+        if self._checked is None:
+            await self._save(pause)
+        else:
+            read.append(await self._checked(pause))
 
     async def checkpoint(self, trigger: str, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
         """Record where the call is without asking anything (a delegation notes its child run; a downstream task

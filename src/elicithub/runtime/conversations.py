@@ -24,6 +24,7 @@ from elicithub.core.ids import anonymous_conversation_id, check_conversation_id,
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, ToolCall, conversation_key
 from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
+from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.parking import Parked, Parking
 from elicithub.runtime.stream import RunStream
@@ -92,9 +93,14 @@ class Conversations:
         self.stream = stream
         self.instance = instance
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._running_in: dict[str, str] = {}
+        """The conversation key of each run whose task goes on here."""
         self._parking = Parking(broker, self._unpark)
         self._parked_in: dict[str, str] = {}
         """The conversation key of each run parked here: its history is read back from this hub's `histories`."""
+        self._read_by_answer: dict[str, asyncio.Future[RunRecord | None]] = {}
+        """A parked run's record as an answer here reads it while it is parked: its unparking needs no read of its
+        own."""
         self._readers: Counter[str] = Counter()
         self._reader_kinds: Counter[str] = Counter()
         self._watchers: list[Callable[[RunRecord], None]] = []
@@ -121,25 +127,13 @@ class Conversations:
         conversation_id = await self._id_for(caller, conversation_id)
         key = conversation_key(caller.user_id, conversation_id)
         run_id = new_id("run")
-        while True:
-            current = await self._with_messages(key)
-            base = current or ConversationRecord(key, conversation_id, caller.user_id, list(history or []))
-            # A new conversation's log is read from its start: any position before the run's first event will do
-            # (readers skip other runs' events), so one unknown to the store needs no read of its length.
-            after = 0 if current is None else await self.backend.events.last(key)
-            record = replace(
-                base,
-                messages=[*base.messages, {"role": "user", "content": text}],
-                active_run_id=run_id,
-                active_run_after=after,
-                version=base.version + 1,
-                updated_at=time.time(),
-            )
-            if await self.backend.conversations.put(record, None if current is None else current.version):
-                self.runner.histories.saw(record)
-                break
-        if current is not None and current.active_run_id is not None:
-            await self._supersede(current.active_run_id)
+        message: Message = {"role": "user", "content": text}
+        new = ConversationRecord(
+            key, conversation_id, caller.user_id, [*(history or []), message], run_id, updated_at=time.time()
+        )
+        record, superseded = await add_message(self.backend, self.runner.histories, new)
+        if superseded is not None:
+            await self._supersede(superseded)
         run = RunRecord(
             run_id,
             conversation_id,
@@ -154,20 +148,7 @@ class Conversations:
             history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
         )
         self._start(run, resumed=False)
-        return Sent(conversation_id, run_id, after)
-
-    async def _with_messages(self, key: str) -> ConversationRecord | None:
-        """The conversation with all its messages: those this hub still holds if it is as this hub last saw it."""
-        light = await self.backend.conversations.get(key, messages=False)
-        if light is None:
-            return None
-        known = self.runner.histories.with_messages(light)
-        if known is not None:
-            return known
-        read = await self.backend.conversations.get(key)
-        if read is not None:
-            self.runner.histories.saw(read)
-        return read
+        return Sent(conversation_id, run_id, record.active_run_after)
 
     async def answer(
         self, caller: Caller, elicitation_id: str, answer: Answer, conversation_id: str | None = None
@@ -176,10 +157,20 @@ class Conversations:
         elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id)
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         after = await self.backend.events.last(key)
-        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together.
+        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together; a
+        # run parked here is read whole (its history is the one this hub holds), so it resumes without a read.
+        parked_in = self._parked_in.get(elicitation.run_id)
+        read = asyncio.ensure_future(
+            self.backend.runs.get(
+                elicitation.run_id,
+                messages=parked_in is not None,
+                known=self.runner.histories.first(parked_in) if parked_in is not None else (),
+            )
+        )
+        if parked_in is not None:
+            self._read_by_answer[elicitation.run_id] = read
         resolution, run = await asyncio.gather(
-            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation),
-            self.backend.runs.get(elicitation.run_id, messages=False),
+            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation), read
         )
         followed = self._readers[elicitation.run_id] > 0
         call = None
@@ -189,8 +180,10 @@ class Conversations:
 
     async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:
         """`run_id`'s events after position `after`, as they come, up to its end."""
-        conversation = await self.get(caller, conversation_id, messages=False)
-        return Following(run_id, self._follow(conversation.key, run_id, after, "chat"))
+        key = self._key(caller, conversation_id)
+        if self._running_in.get(run_id) != key:  # else the caller's conversation is there: its run goes on here
+            await self.get(caller, conversation_id, messages=False)
+        return Following(run_id, self._follow(key, run_id, after, "chat"))
 
     async def reattach(
         self, caller: Caller, conversation_id: str, resume: tuple[str, int] | None = None
@@ -221,14 +214,18 @@ class Conversations:
     async def get(self, caller: Caller, conversation_id: str, *, messages: bool = True) -> ConversationRecord:
         """The caller's conversation (`messages=False`: without its messages); unknown or another user's: not
         found."""
-        check_conversation_id(conversation_id)
-        if caller.user_id is None and not held_by(conversation_id, caller.anonymous):
-            raise ConversationNotFound(conversation_id)
-        key = conversation_key(caller.user_id, conversation_id)
-        conversation = await self.backend.conversations.get(key, messages=messages)
+        conversation = await self.backend.conversations.get(self._key(caller, conversation_id), messages=messages)
         if conversation is None:
             raise ConversationNotFound(conversation_id)
         return conversation
+
+    @staticmethod
+    def _key(caller: Caller, conversation_id: str) -> str:
+        """The store key of the caller's conversation; one an anonymous caller does not hold: not found."""
+        check_conversation_id(conversation_id)
+        if caller.user_id is None and not held_by(conversation_id, caller.anonymous):
+            raise ConversationNotFound(conversation_id)
+        return conversation_key(caller.user_id, conversation_id)
 
     # -- questions, as their person sees them
 
@@ -322,20 +319,20 @@ class Conversations:
     def _start(self, record: RunRecord, *, resumed: bool, unparked: bool = False) -> None:
         async def run() -> None:
             try:
-                if not resumed:
-                    await self.backend.runs.save(record)
                 parking = self._parking.spot(record.run_id)
-                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked)
+                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked, saves=saves)
             except Parked:
                 # Its pause is on record: held here until the round ends, then resumed from it (`_unpark`).
                 self._parked_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
                 self._parking.park(record.run_id)
             finally:
                 if self._tasks.get(record.run_id) is task:  # not the task of a run resumed meanwhile
-                    del self._tasks[record.run_id]
+                    del self._tasks[record.run_id], self._running_in[record.run_id]
 
+        saves = None if resumed else self.runner.start(record)
         # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
         task = self._tasks[record.run_id] = asyncio.create_task(run())
+        self._running_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
         if not unparked:  # a watcher of a run follows it through its parking
             for watcher in self._watchers:
                 watcher(record)
@@ -343,8 +340,14 @@ class Conversations:
     async def _unpark(self, run_id: str) -> None:
         """A parked run's round ended: it goes on here, from its record, as after a restart."""
         key = self._parked_in.pop(run_id, None)
-        known = self.runner.histories.first(key) if key is not None else []
-        record = await self.backend.runs.get(run_id, known=known)
+        reading = self._read_by_answer.pop(run_id, None)
+        record = None
+        if reading is not None:
+            with contextlib.suppress(Exception):  # read again below
+                record = await reading
+        if record is None:
+            known = self.runner.histories.first(key) if key is not None else []
+            record = await self.backend.runs.get(run_id, known=known)
         if record is None or record.status == "finished" or record.owner != self.instance:
             return  # stopped for good, or taken over by another instance meanwhile
         self._start(record, resumed=True, unparked=True)
@@ -398,6 +401,7 @@ class Conversations:
 
     async def close(self) -> None:
         waiting = await self._parking.close()
+        self._read_by_answer.clear()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()

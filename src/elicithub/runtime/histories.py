@@ -1,10 +1,12 @@
-"""The messages of conversations this hub wrote or read last, so the next message in one reads only its record."""
+"""The messages of conversations this hub wrote or read last, so the next message in one reads only its record; and
+`send`'s write of a message, which they complete."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import replace
 
+from elicithub.core.ports import Added, Backend
 from elicithub.core.runs import ConversationRecord, Message
 
 MAX_MESSAGES = 20_000
@@ -49,3 +51,62 @@ class Histories:
         kept = self._kept.pop(key, None)
         if kept is not None:
             self._count -= len(kept[2])
+
+
+async def add_message(
+    backend: Backend, histories: Histories, new: ConversationRecord
+) -> tuple[ConversationRecord, str | None]:
+    """`send`'s write (`ConversationStore.send`, `new` as it takes it): the conversation as written, with all its
+    messages (the store's, unless `histories` holds them), and the run it superseded. Seen by `histories`."""
+    added = await backend.conversations.send(new)
+    if added is None:  # stored in an earlier form: read and written by compare-and-set
+        return await _put_message(backend, histories, new)
+    record = replace(added.written, messages=await _messages(backend, histories, added, new))
+    histories.saw(record)
+    return record, added.previous.active_run_id if added.previous is not None else None
+
+
+async def _messages(backend: Backend, histories: Histories, added: Added, new: ConversationRecord) -> list[Message]:
+    if added.previous is None:
+        return new.messages
+    known = histories.with_messages(added.previous)
+    if known is not None:
+        return [*known.messages, new.messages[-1]]
+    read = await backend.conversations.get(new.key)
+    return [] if read is None else read.messages[: added.written.stored]
+
+
+async def _put_message(
+    backend: Backend, histories: Histories, new: ConversationRecord
+) -> tuple[ConversationRecord, str | None]:
+    while True:
+        current = await _with_messages(backend, histories, new.key)
+        base = current or replace(new, messages=new.messages[:-1], active_run_id=None)
+        # A new conversation's log is read from its start: any position before the run's first event will do
+        # (readers skip other runs' events), so one unknown to the store needs no read of its length.
+        after = 0 if current is None else await backend.events.last(new.key)
+        record = replace(
+            base,
+            messages=[*base.messages, new.messages[-1]],
+            active_run_id=new.active_run_id,
+            active_run_after=after,
+            version=base.version + 1,
+            updated_at=new.updated_at,
+        )
+        if await backend.conversations.put(record, None if current is None else current.version):
+            histories.saw(record)
+            return record, None if current is None else current.active_run_id
+
+
+async def _with_messages(backend: Backend, histories: Histories, key: str) -> ConversationRecord | None:
+    """The conversation with all its messages: those `histories` holds if it is as this hub last saw it."""
+    light = await backend.conversations.get(key, messages=False)
+    if light is None:
+        return None
+    known = histories.with_messages(light)
+    if known is not None:
+        return known
+    read = await backend.conversations.get(key)
+    if read is not None:
+        histories.saw(read)
+    return read

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 from elicithub import telemetry
@@ -20,8 +20,8 @@ from elicithub.core.events import (
     ToolCallFinished,
 )
 from elicithub.core.ports import ConversationStore, RunStore
-from elicithub.core.runs import Message, Pause, RunRecord, ToolCall, conversation_key, next_status
-from elicithub.runtime.asker import Asker, Emit, SavePause
+from elicithub.core.runs import ConversationRecord, Message, Pause, RunRecord, ToolCall, conversation_key, next_status
+from elicithub.runtime.asker import Asker, Emit
 from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.parking import Spot
@@ -61,12 +61,31 @@ class Showing:
         )
 
 
+class Saves:
+    """One run's saves, landing in the order they are made: each waits until the one before has landed. The run's
+    first save (`first`) is left in flight while the run goes on, so it goes in one write with the run's next reads;
+    the run's first call waits for it (`landed`), so no call is made for a run that is not on record."""
+
+    def __init__(self, runs: RunStore, first: RunRecord | None = None) -> None:
+        self.runs = runs
+        self._first = None if first is None else asyncio.ensure_future(runs.save(first))
+
+    async def landed(self) -> None:
+        if self._first is not None:
+            await asyncio.shield(self._first)  # a cancelled run leaves its first save to land
+            self._first = None
+
+    async def save(self, record: RunRecord) -> None:
+        await self.landed()
+        await self.runs.save(record)
+
+
 class Checkpoint:
     """A run's record as its tool calls go: saved when a call pauses (or notes where it is) and when it ends, so a
     resumed run continues the call where it stopped and never makes a finished one again."""
 
-    def __init__(self, runs: RunStore, record: RunRecord) -> None:
-        self.runs = runs
+    def __init__(self, saves: Saves, record: RunRecord) -> None:
+        self.saves = saves
         self.record = record
 
     def start(self, messages: list[Message], calls: list[ToolCall], index: int) -> None:
@@ -75,14 +94,14 @@ class Checkpoint:
 
     async def pause(self, pause: Pause) -> None:
         self.record = self.record.with_(pause=pause, status=next_status(self.record.status, "pause"))
-        await self.runs.save(self.record)
+        await self.saves.save(self.record)
 
     async def done(self, messages: list[Message]) -> None:
         """The call ended and its result is the last of `messages`."""
         status = next_status(self.record.status, "continue")
         call_index = self.record.call_index + 1
         self.record = self.record.with_(messages=list(messages), call_index=call_index, pause=None, status=status)
-        await self.runs.save(self.record)
+        await self.saves.save(self.record)
 
 
 class Runner:
@@ -104,25 +123,40 @@ class Runner:
         self.histories = Histories()  # the conversations' messages as this hub last wrote them
 
     async def run(
-        self, record: RunRecord, *, resumed: bool = False, parking: Spot | None = None, unparked: bool = False
+        self,
+        record: RunRecord,
+        *,
+        resumed: bool = False,
+        parking: Spot | None = None,
+        unparked: bool = False,
+        saves: Saves | None = None,
     ) -> None:
         """Run until the model answers without tool calls, then commit the conversation and end the stream.
 
-        A new run starts with RunStarted; a `resumed` one first finishes the tool calls its record says were
-        interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to continue; so
-        does a run that parks at its `parking` (raising Parked), resumed `unparked`, its stream going on as if it
-        had waited.
+        A new run has been `start`ed (`saves`: what that gave); a `resumed` one first finishes the tool calls its
+        record says were interrupted. A cancelled run (shutdown) writes nothing more: it stays on record for a hub to
+        continue; so does a run that parks at its `parking` (raising Parked), resumed `unparked`, its stream going on
+        as if it had waited.
         """
         key = conversation_key(record.user_id, record.conversation_id)
 
         async def emit(event: StreamEvent) -> None:
             await self.stream.emit(key, record.run_id, event)
 
+        saves = saves or Saves(self.runs)
         showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parking)
         with telemetry.run(record, resumed) as span:
-            record, messages, reason = await self._steps(record, emit, showing, resumed, unparked)
+            record, messages, reason = await self._steps(record, saves, emit, showing, resumed, unparked)
             span.note("outcome", reason, failed=reason == "error")
-        await self._finish(key, record, messages, partial(emit, RunFinished(reason)))
+        await self._finish(key, record, messages, saves, partial(emit, RunFinished(reason)))
+
+    def start(self, record: RunRecord) -> Saves:
+        """A new run begins, before its task does: RunStarted is posted (so a reader that follows at once finds a
+        write on its way to wait for) and its first save goes on while the run starts (the run's saves then)."""
+        self.stream.post(
+            conversation_key(record.user_id, record.conversation_id), record.run_id, RunStarted(record.run_id)
+        )
+        return Saves(self.runs, record)
 
     async def run_child(self, record: RunRecord, parent: CallContext, resumed: bool = False) -> ToolOutcome:
         """A delegated run, inside the parent's tool call: its questions show on the parent's stream (with the
@@ -138,7 +172,9 @@ class Runner:
         active = partial(self._active, key, parent.run_id)
         showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent), active)
         with telemetry.run(record, resumed) as span:
-            record, messages, reason = await self._steps(record, emit, showing, resumed)
+            if not resumed:
+                await emit(RunStarted(record.run_id))
+            record, messages, reason = await self._steps(record, Saves(self.runs), emit, showing, resumed)
             span.note("outcome", reason, failed=reason == "error")
         finished = next_status(record.status, "finish")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
@@ -146,16 +182,15 @@ class Runner:
         return ToolOutcome(last_words(messages), is_error=reason == "error")
 
     async def _steps(
-        self, record: RunRecord, emit: Emit, showing: Showing, resumed: bool, unparked: bool = False
+        self, record: RunRecord, saves: Saves, emit: Emit, showing: Showing, resumed: bool, unparked: bool = False
     ) -> tuple[RunRecord, list[Message], str]:
         messages = list(record.messages)
         reason = "stop"
         try:
-            if not resumed:
-                await emit(RunStarted(record.run_id))
             if resumed and record.tool_calls:
                 start = record.call_index
-                record = await self._calls(record, messages, record.tool_calls, start, emit, showing, unparked)
+                calls = record.tool_calls
+                record = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
             for _ in range(MAX_STEPS):
                 # Listed before each turn: a call may have connected a server whose tools were unknown.
                 specs = await self._list_tools(record, showing)
@@ -170,7 +205,7 @@ class Runner:
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
                 messages.append(_assistant_calls(turn.text, turn.tool_calls))
-                record = await self._calls(record, messages, turn.tool_calls, 0, emit, showing)
+                record = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
             else:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
@@ -189,6 +224,7 @@ class Runner:
     async def _calls(
         self,
         record: RunRecord,
+        saves: Saves,
         messages: list[Message],
         calls: list[ToolCall],
         start: int,
@@ -199,11 +235,12 @@ class Runner:
         """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again; `shown`:
         the stream shows call `start` already (an unparked run goes on with it)."""
         resume = record.pause if record.call_index == start else None
-        checkpoint = Checkpoint(self.runs, record)
+        checkpoint = Checkpoint(saves, record)
         for index in range(start, len(calls)):
             call = calls[index]
             checkpoint.start(messages, calls, index)
-            asker = self._asker(showing, checkpoint.pause, resume if index == start else None)
+            asker = self._asker(showing, checkpoint, resume if index == start else None)
+            await saves.landed()  # no call for a run that is not on record
             if not (shown and index == start):
                 await emit(call)
             if index == start and resume is not None and resume.state.get("kind") == "rerun":
@@ -220,10 +257,11 @@ class Runner:
             await checkpoint.done(messages)
         return checkpoint.record
 
-    def _asker(self, showing: Showing, save: SavePause, resume: Pause | None) -> Asker:
+    def _asker(self, showing: Showing, checkpoint: Checkpoint, resume: Pause | None) -> Asker:
         return Asker(
             self.broker,
-            save=save,
+            save=checkpoint.pause,
+            checked=partial(self._paused, checkpoint, showing) if self.conversations.ordered else None,
             emit=showing.emit,
             resume=resume,
             agent_path=showing.agent_path,
@@ -231,37 +269,45 @@ class Runner:
             parking=showing.parking,
         )
 
+    @staticmethod
+    async def _paused(checkpoint: Checkpoint, showing: Showing, pause: Pause) -> bool:
+        """Save the pause, then read whether the run is still active, issued in the same turn as the pause and the
+        questions stored with it (broker.open), after them: a store that applies what one turn issues in that order
+        (`ConversationStore.ordered`) sends them in one write, and the read sees them stored."""
+        saved = asyncio.ensure_future(checkpoint.pause(pause))
+        await asyncio.sleep(0)  # the pause's and the questions' writes are issued first
+        try:
+            active = await showing.active()
+        finally:
+            await saved
+        return active
+
     async def _active(self, key: str, run_id: str) -> bool:
         conversation = await self.conversations.get(key, messages=False)
         return conversation is not None and conversation.active_run_id == run_id
 
     async def _finish(
-        self, key: str, record: RunRecord, messages: list[Message], end: Callable[[], Awaitable[None]]
+        self, key: str, record: RunRecord, messages: list[Message], saves: Saves, end: Callable[[], Awaitable[None]]
     ) -> None:
-        """Commit what the run said to its conversation, unless a newer message superseded it; mark it finished and
-        `end` its stream. While the run is active its conversation holds just the messages it started from, so the
-        write adds only what the run said."""
-        while (conversation := await self.conversations.get(key, messages=False)) is not None:
-            if conversation.active_run_id != record.run_id:
-                break
-            done = replace(
-                conversation,
-                messages=messages,
-                active_run_id=None,
-                version=conversation.version + 1,
-                updated_at=record.with_().updated_at,
-            )
-            if await self.conversations.put(done, conversation.version):
-                self.histories.saw(done)
-                break
-        finished = next_status(record.status, "finish")
-        # The save is issued first and the end posted in the same turn, so a batching store writes both at once,
-        # in that order.
-        saved = asyncio.ensure_future(
-            self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
+        """Mark the run finished and commit what it said to its conversation, unless a newer message superseded it,
+        in one step (`RunStore.finish`), and `end` its stream."""
+        await saves.landed()
+        finished = record.with_(
+            messages=messages, tool_calls=[], pause=None, status=next_status(record.status, "finish")
         )
-        await end()
-        await saved
+        committing = asyncio.ensure_future(self.runs.finish(finished))
+        if self.conversations.ordered:
+            # Issued first, the end posted in the same turn: a batching store writes both at once, in that order.
+            await end()
+        version = await committing
+        if version is not None:
+            self.histories.saw(
+                ConversationRecord(
+                    key, record.conversation_id, record.user_id, messages, None, 0, version, finished.updated_at
+                )
+            )
+        if not self.conversations.ordered:
+            await end()  # a reader that sees the end and sends again finds the run committed
 
 
 def last_words(messages: list[Message]) -> str:

@@ -22,6 +22,10 @@ class RunStream:
     async def emit(self, key: str, run_id: str, event: StreamEvent) -> None:
         """Written behind: the run goes on at once. What it stored before emitting (a pause, a question) is stored
         before any reader can see the event."""
+        self.post(key, run_id, event)
+
+    def post(self, key: str, run_id: str, event: StreamEvent) -> None:
+        """`emit`, from outside a coroutine."""
         self.log.post(key, Logged(run_id, event))
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:

@@ -16,9 +16,9 @@ class MemoryBackend:
     def __init__(self, events_max_len: int = 1000) -> None:
         self.url = "memory://"
         self.elicitations = MemoryElicitations()
-        self.runs = MemoryRuns()
         self.events = MemoryEvents(events_max_len)
         self.conversations = MemoryConversations(self.events)
+        self.runs = MemoryRuns(self.conversations)
         self.kv = MemoryKv()
 
     async def open(self) -> None:

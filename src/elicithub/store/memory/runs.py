@@ -6,13 +6,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from elicithub.core.runs import Message, RunRecord
+from elicithub.store.memory.conversations import MemoryConversations
 
 
 class MemoryRuns:
     """Runs of one process: any owner but the current one is gone (a restart), so nobody else is alive."""
 
-    def __init__(self) -> None:
+    def __init__(self, conversations: MemoryConversations) -> None:
         self._items: dict[str, RunRecord] = {}
+        self._conversations = conversations
 
     async def save(self, record: RunRecord) -> None:
         self._items[record.run_id] = record
@@ -20,6 +22,10 @@ class MemoryRuns:
     async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         record = self._items.get(run_id)
         return record if record is None or messages else _without_messages(record)
+
+    async def finish(self, record: RunRecord) -> int | None:
+        self._items[record.run_id] = record
+        return self._conversations.commit(record)
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         record = self._items.get(run_id)

@@ -4,8 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 
-from elicithub.core.runs import ConversationRecord
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from elicithub.core.ports import Added
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.schema import PURGE_BATCH
 
@@ -13,6 +19,11 @@ GET = """
 SELECT c.data, (SELECT coalesce(max(m.pos) + 1, 0) FROM elicithub_conversation_messages m WHERE m.key = $1)
 FROM elicithub_conversations c WHERE c.key = $1
 """
+# Locked first, then counted: a statement sees what was committed before it began, and the count's statement begins
+# once the lock is held (the row's own statement may have begun before its last writer committed).
+LOCKED = "SELECT data FROM elicithub_conversations WHERE key = $1 FOR UPDATE"
+COUNT = "SELECT coalesce(max(pos) + 1, 0) FROM elicithub_conversation_messages WHERE key = $1"
+LAST = "SELECT last FROM elicithub_event_logs WHERE key = $1"
 GET_WITH_MESSAGES = """
 SELECT c.data,
     (SELECT coalesce(json_agg(m.data ORDER BY m.pos), '[]') FROM elicithub_conversation_messages m WHERE m.key = $1)
@@ -67,7 +78,51 @@ CREATE_WITH_MESSAGES = with_messages(CREATE, 6, 7)
 UPDATE_WITH_MESSAGES = with_messages(UPDATE, 7, 8)
 
 
+Connection = asyncpg.Connection | PoolConnectionProxy
+
+
+async def write(
+    db: asyncpg.Pool | Connection,
+    record: ConversationRecord,
+    expected_version: int | None,
+    added: Sequence[Message],
+) -> bool:
+    """`ConversationStore.put`, adding `added` after the `record.stored` messages."""
+    row = (
+        record.key,
+        record.version,
+        record.active_run_id is not None,
+        record.updated_at,
+        json.dumps(record.to_json(), separators=(",", ":")),
+    )
+    messages = [json.dumps(m, separators=(",", ":")) for m in added]
+    if expected_version is None:
+        written = await db.fetchval(CREATE_WITH_MESSAGES, *row, record.stored, messages)
+    else:
+        written = await db.fetchval(UPDATE_WITH_MESSAGES, *row, expected_version, record.stored, messages)
+    return int(written) == 1
+
+
+async def commit(connection: Connection, run: RunRecord) -> int | None:
+    """`RunStore.finish`'s commit of `run` to its conversation (see there), in the transaction of `connection`."""
+    key = conversation_key(run.user_id, run.conversation_id)
+    text = await connection.fetchval(LOCKED, key)
+    if text is None:
+        return None
+    data = json.loads(text)
+    stored = await connection.fetchval(COUNT, key)
+    if "messages" in data or data["active_run_id"] != run.run_id or stored < run.history:
+        return None
+    current = ConversationRecord.from_json(data, stored=stored)
+    done = replace(current, active_run_id=None, version=current.version + 1, updated_at=run.updated_at)
+    if not await write(connection, done, current.version, run.messages[stored:]):
+        raise RuntimeError(f"conversation {key} changed under its lock")  # not with a row lock held
+    return done.version
+
+
 class PostgresConversations:
+    ordered = False  # a pool: statements of one turn race
+
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
 
@@ -84,19 +139,26 @@ class PostgresConversations:
 
     async def put(self, record: ConversationRecord, expected_version: int | None) -> bool:
         pool = await self._db.pool()
-        row = (
-            record.key,
-            record.version,
-            record.active_run_id is not None,
-            record.updated_at,
-            json.dumps(record.to_json(), separators=(",", ":")),
-        )
-        added = [json.dumps(m, separators=(",", ":")) for m in record.messages[record.stored :]]
-        if expected_version is None:
-            written = await pool.fetchval(CREATE_WITH_MESSAGES, *row, record.stored, added)
-        else:
-            written = await pool.fetchval(UPDATE_WITH_MESSAGES, *row, expected_version, record.stored, added)
-        return int(written) == 1
+        return await write(pool, record, expected_version, record.messages[record.stored :])
+
+    async def send(self, record: ConversationRecord) -> Added | None:
+        pool = await self._db.pool()
+        async with pool.acquire() as connection, connection.transaction():
+            while (text := await connection.fetchval(LOCKED, record.key)) is None:
+                written = replace(record, version=1, active_run_after=0, stored=0)
+                if await write(connection, written, None, record.messages):
+                    return Added(None, replace(written, messages=[], stored=len(record.messages)))
+                # Another writer made it meanwhile: read it, waiting until that writer commits.
+            data = json.loads(text)
+            if "messages" in data:
+                return None
+            stored = await connection.fetchval(COUNT, record.key)
+            previous = ConversationRecord.from_json(data, stored=stored)
+            after = await connection.fetchval(LAST, record.key) or 0
+            written = replace(record, version=previous.version + 1, active_run_after=after, stored=stored)
+            if not await write(connection, written, previous.version, record.messages[-1:]):
+                raise RuntimeError(f"conversation {record.key} changed under its lock")  # not with a row lock held
+            return Added(previous, replace(written, messages=[], stored=stored + 1))
 
     async def purge(self, idle_before: float) -> int:
         pool = await self._db.pool()

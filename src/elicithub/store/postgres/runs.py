@@ -11,7 +11,7 @@ import asyncpg
 
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Message, RunRecord, conversation_key
-from elicithub.store.postgres.conversations import HISTORY
+from elicithub.store.postgres.conversations import HISTORY, commit
 from elicithub.store.postgres.db import PostgresDb, rows
 from elicithub.store.postgres.schema import PURGE_BATCH
 
@@ -50,6 +50,13 @@ class PostgresRuns:
         pool = await self._db.pool()
         data = json.dumps(record.to_json(), separators=(",", ":"))
         await pool.execute(SAVE, record.run_id, record.status, record.owner, record.updated_at, data)
+
+    async def finish(self, record: RunRecord) -> int | None:
+        pool = await self._db.pool()
+        data = json.dumps(record.to_json(), separators=(",", ":"))
+        async with pool.acquire() as connection, connection.transaction():
+            await connection.execute(SAVE, record.run_id, record.status, record.owner, record.updated_at, data)
+            return await commit(connection, record)
 
     async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         pool = await self._db.pool()

@@ -28,7 +28,7 @@ class RedisBackend:
         self._redis = connect(url)
         self._allow_eviction = allow_eviction
         self.elicitations = RedisElicitations(url, self._redis)
-        self.runs = RedisRuns(self._redis)
+        self.runs = RedisRuns(self._redis, retention_s)
         self.conversations = RedisConversations(self._redis, retention_s)
         self.kv = RedisKv(self._redis)
         self.events = RedisEvents(self._redis, url, events_max_len, retention_s)

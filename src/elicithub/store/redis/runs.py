@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import redis.asyncio as redis
 
-from elicithub.core.runs import Message, RunRecord, conversation_key
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.redis.client import PREFIX
-from elicithub.store.redis.conversations import decode, messages_key
+from elicithub.store.redis.conversations import WRITE, decode, messages_key, partial_json
 
 FINISHED_TTL_S = 24 * 3600
 
@@ -23,13 +23,44 @@ end
 return 0
 """
 
+# KEYS: the run, its owner, the unfinished runs, its conversation, the conversation's messages. ARGV: the run's JSON,
+# its owner, seconds a finished run is kept, its id, the conversation's JSON without version and log position,
+# seconds a conversation is kept, the run's `history`, then the run's own messages. Returns the conversation's version
+# written, or false when the run was no longer its active run.
+_FINISH = (
+    WRITE
+    + """
+local committed = false
+local old = redis.call('HGET', KEYS[4], 'data')
+if old and not string.find(old, '"messages":', 1, true) then
+    local current = cjson.decode(old)
+    local have = redis.call('LLEN', KEYS[5])
+    local history = tonumber(ARGV[7])
+    if current.active_run_id == ARGV[4] and have >= history then
+        local version = tonumber(redis.call('HGET', KEYS[4], 'version')) + 1
+        redis.call('HSET', KEYS[4], 'version', version, 'data', written(ARGV[5], version, current.active_run_after))
+        push(KEYS[5], 8 + have - history)
+        redis.call('EXPIRE', KEYS[4], ARGV[6])
+        redis.call('EXPIRE', KEYS[5], ARGV[6])
+        committed = version
+    end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('SREM', KEYS[3], ARGV[4])
+return committed
+"""
+)
+
 
 class RedisRuns:
     """Runs shared by several hub instances; an instance that stops heart-beating loses its runs."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis, retention_s: float) -> None:
         self._redis = client
         self._claim = client.register_script(_CLAIM)
+        self._finish = client.register_script(_FINISH)
+        self._retention_s = max(int(retention_s), 1)
 
     @staticmethod
     def _keys(run_id: str) -> tuple[str, str]:
@@ -61,6 +92,28 @@ class RedisRuns:
             return RunRecord.from_json(data, known[:count])
         key = messages_key(conversation_key(data["user_id"], data["conversation_id"]))
         return RunRecord.from_json(data, decode(await self._redis.lrange(key, 0, count - 1)))
+
+    async def finish(self, record: RunRecord) -> int | None:
+        key = conversation_key(record.user_id, record.conversation_id)
+        conversation = ConversationRecord(key, record.conversation_id, record.user_id, updated_at=record.updated_at)
+        keys = [
+            *self._keys(record.run_id),
+            f"{PREFIX}runs:unfinished",
+            f"{PREFIX}conversation:{key}",
+            messages_key(key),
+        ]
+        args: list[str | int] = [
+            json.dumps(record.to_json()),
+            record.owner,
+            FINISHED_TTL_S,
+            record.run_id,
+            partial_json(conversation),
+            self._retention_s,
+            record.history,
+            *(json.dumps(m, separators=(",", ":")) for m in record.messages[record.history :]),
+        ]
+        version = await self._finish(keys=keys, args=args)
+        return None if version is None else int(version)
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         _, owner_key = self._keys(run_id)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
 
-from elicithub.core.runs import ConversationRecord, Message
+from elicithub.core.ports import Added
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.events import SqliteEvents
 from elicithub.store.sqlite.schema import PURGE_BATCH
@@ -24,7 +27,58 @@ def read_messages(db: sqlite3.Connection, key: str, count: int | None = None) ->
     return messages
 
 
+def write(
+    db: sqlite3.Connection, record: ConversationRecord, expected_version: int | None, added: Sequence[Message]
+) -> bool:
+    """`ConversationStore.put` in the transaction of `db`, adding `added` after the `record.stored` messages."""
+    row = (
+        record.version,
+        int(record.active_run_id is not None),
+        record.updated_at,
+        json.dumps(record.to_json(), separators=(",", ":")),
+        record.key,
+    )
+    if expected_version is None:
+        cursor = db.execute(
+            "INSERT OR IGNORE INTO conversations (version, active, updated_at, data, key) VALUES (?, ?, ?, ?, ?)", row
+        )
+    else:
+        cursor = db.execute(
+            "UPDATE conversations SET version = ?, active = ?, updated_at = ?, data = ? WHERE key = ? AND version = ?",
+            (*row, expected_version),
+        )
+    if cursor.rowcount != 1:
+        return False
+    # Rows past `stored` are not this conversation's (it was read with its messages inline, in a row of an earlier
+    # version, or is new): the list goes on from what the writer read.
+    start = record.stored
+    db.execute("DELETE FROM conversation_messages WHERE key = ? AND pos >= ?", (record.key, start))
+    db.executemany(
+        "INSERT INTO conversation_messages (key, pos, data) VALUES (?, ?, ?)",
+        [(record.key, pos, json.dumps(m, separators=(",", ":"))) for pos, m in enumerate(added, start)],
+    )
+    return True
+
+
+def commit(db: sqlite3.Connection, run: RunRecord) -> int | None:
+    """`RunStore.finish`'s commit of `run` to its conversation (see there), in the transaction of `db`."""
+    key = conversation_key(run.user_id, run.conversation_id)
+    row = db.execute("SELECT data FROM conversations WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    data = json.loads(row[0])
+    stored = db.execute(_COUNT, (key,)).fetchone()[0]
+    if "messages" in data or data["active_run_id"] != run.run_id or stored < run.history:
+        return None
+    current = ConversationRecord.from_json(data, run.messages, stored)
+    done = replace(current, active_run_id=None, version=current.version + 1, updated_at=run.updated_at)
+    write(db, done, current.version, run.messages[stored:])
+    return done.version
+
+
 class SqliteConversations:
+    ordered = True  # one writer, in the order asked
+
     def __init__(self, db: SqliteDb, events: SqliteEvents) -> None:
         self._run = db.run
         self._events = events
@@ -43,41 +97,26 @@ class SqliteConversations:
         return await self._run(read)
 
     async def put(self, record: ConversationRecord, expected_version: int | None) -> bool:
-        row = (
-            record.version,
-            int(record.active_run_id is not None),
-            record.updated_at,
-            json.dumps(record.to_json(), separators=(",", ":")),
-            record.key,
-        )
-        start = record.stored
-        added = [
-            (record.key, pos, json.dumps(m, separators=(",", ":")))
-            for pos, m in enumerate(record.messages[start:], start)
-        ]
+        return await self._run(lambda db: write(db, record, expected_version, record.messages[record.stored :]))
 
-        def write(db: sqlite3.Connection) -> bool:
-            if expected_version is None:
-                cursor = db.execute(
-                    "INSERT OR IGNORE INTO conversations (version, active, updated_at, data, key) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    row,
-                )
-            else:
-                cursor = db.execute(
-                    "UPDATE conversations SET version = ?, active = ?, updated_at = ?, data = ? "
-                    "WHERE key = ? AND version = ?",
-                    (*row, expected_version),
-                )
-            if cursor.rowcount != 1:
-                return False
-            # Rows past `start` are not this conversation's (it was read with its messages inline, in a row of an
-            # earlier version, or is new): the list goes on from what the writer read.
-            db.execute("DELETE FROM conversation_messages WHERE key = ? AND pos >= ?", (record.key, start))
-            db.executemany("INSERT INTO conversation_messages (key, pos, data) VALUES (?, ?, ?)", added)
-            return True
+    async def send(self, record: ConversationRecord) -> Added | None:
+        def send(db: sqlite3.Connection) -> Added | None:
+            row = db.execute("SELECT data FROM conversations WHERE key = ?", (record.key,)).fetchone()
+            if row is None:
+                written = replace(record, version=1, active_run_after=0, stored=0)
+                write(db, written, None, record.messages)
+                return Added(None, replace(written, messages=[], stored=len(record.messages)))
+            data = json.loads(row[0])
+            if "messages" in data:
+                return None
+            stored = db.execute(_COUNT, (record.key,)).fetchone()[0]
+            previous = ConversationRecord.from_json(data, stored=stored)
+            after = db.execute("SELECT MAX(seq) FROM events WHERE key = ?", (record.key,)).fetchone()[0] or 0
+            written = replace(record, version=previous.version + 1, active_run_after=after, stored=stored)
+            write(db, written, previous.version, record.messages[-1:])
+            return Added(previous, replace(written, messages=[], stored=stored + 1))
 
-        return await self._run(write)
+        return await self._run(send)
 
     async def purge(self, idle_before: float) -> int:
         def delete(db: sqlite3.Connection) -> int:

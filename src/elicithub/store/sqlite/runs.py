@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from elicithub.core.runs import Message, RunRecord, conversation_key
-from elicithub.store.sqlite.conversations import read_messages
+from elicithub.store.sqlite.conversations import commit, read_messages
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.schema import PURGE_BATCH
 
@@ -21,8 +21,14 @@ class SqliteRuns:
         self._run = db.run
 
     async def save(self, record: RunRecord) -> None:
-        row = (record.run_id, record.status, record.owner, record.updated_at, json.dumps(record.to_json()))
-        await self._run(lambda db: db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", row))
+        await self._run(lambda db: _save(db, record))
+
+    async def finish(self, record: RunRecord) -> int | None:
+        def finish(db: sqlite3.Connection) -> int | None:
+            _save(db, record)
+            return commit(db, record)
+
+        return await self._run(finish)
 
     async def get(self, run_id: str, *, messages: bool = True, known: Sequence[Message] = ()) -> RunRecord | None:
         def read(db: sqlite3.Connection) -> RunRecord | None:
@@ -78,3 +84,8 @@ class SqliteRuns:
 
     async def alive(self, owner: str) -> bool:
         return False
+
+
+def _save(db: sqlite3.Connection, record: RunRecord) -> None:
+    row = (record.run_id, record.status, record.owner, record.updated_at, json.dumps(record.to_json()))
+    db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)", row)
