@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
@@ -23,6 +24,7 @@ from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryElicitations
 from elicithub.triggers.http import CallAuth
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers, sessions
+from elicithub.triggers.mcp.transport import CONNECTION_FAILED, OneRequestFails
 from tests.conftest import ServedInThread, free_port, served
 from tests.servers import standalone_server
 
@@ -81,6 +83,12 @@ class Recording:
         method = json.loads(body).get("method") if body else None
         if method is not None:
             self.seen.requests.append((method, headers.get("mcp-session-id"), headers.get("authorization")))
+        if _echoed(body) == CUT:
+            # The response breaks off: its head and part of its JSON body, then the connection closes.
+            head = [(b"content-type", b"application/json"), (b"content-length", b"100")]
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            await send({"type": "http.response.body", "body": b'{"jsonrpc": "2.0", ', "more_body": True})
+            raise RuntimeError("the connection breaks off here, on purpose")
         if headers.get("authorization") == "Bearer bad":
             await send({"type": "http.response.start", "status": 401, "headers": [(b"www-authenticate", b"Bearer")]})
             await send({"type": "http.response.body", "body": b""})
@@ -95,6 +103,16 @@ class Recording:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+CUT = "cut"
+"""Echoing this, the test server's response breaks off mid-body."""
+
+
+def _echoed(body: bytes) -> object:
+    request = json.loads(body) if body else {}
+    params = request.get("params") or {}
+    return (params.get("arguments") or {}).get("text") if params.get("name") == "echo" else None
 
 
 class Downstream:
@@ -268,6 +286,44 @@ async def test_a_server_dying_mid_question_fails_that_call_and_the_next_call_rec
     await asyncio.to_thread(downstream.restart)
     assert (await trigger.call("echo", {"text": "back"}, context("alice", "r"))).text == "echo: back"
     assert downstream.seen.methods().count("initialize") == 2
+
+
+async def test_a_connection_that_breaks_off_fails_its_own_call_and_not_the_others_on_the_session(
+    downstream: Downstream, kept: Kept
+) -> None:
+    trigger, broker = kept
+    paused: list[RunPaused] = []
+    asked = asyncio.Event()
+
+    async def emit(event: Any) -> None:
+        if isinstance(event, RunPaused):
+            paused.append(event)
+            asked.set()
+
+    call = asyncio.create_task(
+        trigger.call("provision", {"name": "orders"}, context("alice", "run_1", Asker(broker, emit=emit)))
+    )
+    with anyio.fail_after(10):
+        await asked.wait()  # alice's call is in flight on the session, its question open
+    cut = await trigger.call("echo", {"text": CUT}, context("bob", "run_2"))
+    assert cut.is_error and "broke off" in cut.text
+    await broker.respond(paused[0].elicitation_ids[0], Answer("accept", {"region": "eu-west-1"}), "alice")
+    with anyio.fail_after(10):
+        assert (await call).text == "orders in eu-west-1"
+    assert (await trigger.call("echo", {"text": "on"}, context("bob", "run_2"))).text == "echo: on"
+    assert downstream.seen.methods().count("initialize") == 1  # the session lived through it
+
+
+async def test_a_request_whose_connection_fails_before_its_response_gets_a_json_rpc_error() -> None:
+    port = free_port()  # nothing listens there: the connection is refused
+    transport = OneRequestFails(httpx2.AsyncHTTPTransport())
+    async with httpx2.AsyncClient(transport=transport) as client:
+        response = await client.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "x"})
+        assert response.status_code == 502
+        error = response.json()["error"]
+        assert error["code"] == CONNECTION_FAILED and "the connection to the MCP server failed" in error["message"]
+        with pytest.raises(httpx2.ConnectError):
+            await client.get(f"http://127.0.0.1:{port}/mcp")  # not a POST: as it was
 
 
 async def test_a_session_nobody_uses_closes_and_the_next_call_opens_another(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -63,12 +63,18 @@ MAX_CONNECTIONS = 1024
 100 such calls after a restart (PoolTimeout)."""
 
 
-def pooled_client(read_timeout_s: float) -> httpx2.AsyncClient:
+def pooled_client(
+    read_timeout_s: float, wrap: Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport] | None = None
+) -> httpx2.AsyncClient:
     """One pooled client for many downstream calls (building one per call costs ~20 ms of TLS setup). Its read
-    timeout outlasts a question: a 2025-11-25 MCP server keeps its response open while it asks."""
+    timeout outlasts a question: a 2025-11-25 MCP server keeps its response open while it asks. `wrap`: a transport
+    around the pool's own."""
+    pool = httpx2.AsyncHTTPTransport(
+        limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100)
+    )
     return httpx2.AsyncClient(
         timeout=httpx2.Timeout(30, read=read_timeout_s),
-        limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100),
+        transport=pool if wrap is None else wrap(pool),
         auth=ContextAuth(),
         event_hooks=telemetry.http_hooks(),
     )
