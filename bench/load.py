@@ -229,8 +229,8 @@ def run_setup(
         outcome = asyncio.run(drive(setup, hubs, pids, chats, seconds, warmup, profile))
         if outcome.tally.errors:  # what the hubs said about it, before their folder goes
             for log in sorted(workdir.glob(f"hub-*{setup}.log")):
-                tail = log.read_text(errors="replace").splitlines()[-40:]
-                print(f"--- {log.name} (last lines)", *tail, sep="\n", file=sys.stderr)
+                said = [line for line in log.read_text(errors="replace").splitlines() if ' HTTP/1.1" ' not in line]
+                print(f"--- {log.name} (last lines but the access log's)", *said[-40:], sep="\n", file=sys.stderr)
         return outcome
 
 
