@@ -14,20 +14,20 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, Elicitation, Invalid, Outcome, State, decide, new_id, utcnow
-from elicithub.core.events import StreamEvent
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
-from elicithub.core.runs import ConversationRecord, Message, RunRecord, ToolCall, conversation_key
+from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
 from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.parking import Parked, Parking
 from elicithub.runtime.stream import RunStream
+from elicithub.runtime.taken import Answered, Followed, Following, Sent
 
 log = logging.getLogger(__name__)
 
@@ -44,40 +44,6 @@ class Caller:
     """The question modes the client can show (an MCP client declares them)."""
     anonymous: str | None = None
     """Without a user: the caller's own secret (a cookie), which the conversations the hub issues them are bound to."""
-
-
-@dataclass(frozen=True)
-class Sent:
-    """A message taken: its conversation, the run it started, and where to follow that run from."""
-
-    conversation_id: str
-    run_id: str
-    after: int
-
-
-@dataclass(frozen=True)
-class Answered:
-    """An answer taken, and the run it continues (follow it from `after`); `followed`: a reader here has it;
-    `call`: the tool call the run was in, which a stream that shows the continuation repeats first."""
-
-    resolution: Resolution
-    conversation_id: str
-    run_id: str
-    after: int
-    followed: bool
-    call: ToolCall | None = None
-
-
-Followed = AsyncGenerator[tuple[int, StreamEvent], None]
-
-
-@dataclass(frozen=True)
-class Following:
-    """A run being read: its id, and its events as they come, each with its position in the conversation's log.
-    A reader that stops early closes `events` (`aclose`), so the run no longer counts it."""
-
-    run_id: str
-    events: Followed
 
 
 def is_open(elicitation: Elicitation) -> bool:

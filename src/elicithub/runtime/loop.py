@@ -295,19 +295,17 @@ class Runner:
         finished = record.with_(
             messages=messages, tool_calls=[], pause=None, status=next_status(record.status, "finish")
         )
-        committing = asyncio.ensure_future(self.runs.finish(finished))
-        if self.conversations.ordered:
-            # Issued first, the end posted in the same turn: a batching store writes both at once, in that order.
-            await end()
-        version = await committing
+        version = await self.runs.finish(finished)
         if version is not None:
             self.histories.saw(
                 ConversationRecord(
                     key, record.conversation_id, record.user_id, messages, None, 0, version, finished.updated_at
                 )
             )
-        if not self.conversations.ordered:
-            await end()  # a reader that sees the end and sends again finds the run committed
+        # Only once the finish is stored: a reader that sees the end and sends again finds the run committed. (Posted
+        # in the same turn, the end could go in a write of its own that reaches the store first: a batching client's
+        # writes in flight at once may be applied in either order, e.g. while one of them waits for a new connection.)
+        await end()
 
 
 def last_words(messages: list[Message]) -> str:
