@@ -54,8 +54,8 @@ class OpenAIChunkWriter:
             asked = event.elicitation
             return [self._chunk({"content": framed(event, "openai", lambda: _content(request_event(asked)))})]
         if isinstance(event, ElicitationResolved):
-            ended = resolved_event(event.elicitation_id, event.outcome)
-            return [self._chunk({"content": framed(event, "openai", lambda: _content(ended))})]
+            ended, outcome = event.elicitation_id, event.outcome
+            return [self._chunk({"content": framed(event, "openai", lambda: _content(resolved_event(ended, outcome)))})]
         if isinstance(event, RunFinished):
             return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.
