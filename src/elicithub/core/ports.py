@@ -84,7 +84,7 @@ class RunStore(Protocol):
         """Forget runs that finished before this time (unix seconds)."""
 
     async def heartbeat(self, owner: str, ttl_s: float) -> None:
-        """Say that `owner` (a hub instance) is alive for the next `ttl_s` seconds."""
+        """Say that `owner` (a hub instance) is alive for the next `ttl_s` seconds; 0: it is gone now."""
 
     async def alive(self, owner: str) -> bool:
         """Whether another hub instance still beats; its runs are taken over when it does not."""
@@ -206,6 +206,9 @@ class Backend(Protocol):
 
     @property
     def events(self) -> EventLog: ...
+
+    async def ready(self) -> str | None:
+        """None when the store answers and its schema is the one this hub knows; else why not (for `/readyz`)."""
 
     async def open(self) -> None:
         """Connect and check that this hub may use the store (its schema, its settings), before serving; raises

@@ -118,7 +118,7 @@ async def migrate(connection: asyncpg.Connection, steps: Sequence[str] = MIGRATI
         return applied
 
 
-async def version(connection: asyncpg.Connection) -> int:
+async def version(connection: asyncpg.Connection | asyncpg.Pool) -> int:
     """The last step applied to the database (0 when none)."""
     exists = await connection.fetchval("SELECT to_regclass('elicithub_migrations') IS NOT NULL")
     if not exists:
