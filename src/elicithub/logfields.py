@@ -8,6 +8,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
 
+NAMES = ("run_id", "conversation_id", "elicitation_id")
+"""What a line may be about; a line may also name them itself (`extra=` of a logging call)."""
+
 _fields: ContextVar[Mapping[str, str]] = ContextVar("elicithub_log_fields", default=MappingProxyType({}))
 
 

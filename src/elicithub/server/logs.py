@@ -26,6 +26,7 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         line.update(logfields.current())
+        line.update((name, getattr(record, name)) for name in logfields.NAMES if hasattr(record, name))
         trace_id = telemetry.current_trace_id()
         if trace_id is not None:
             line["trace_id"] = trace_id
