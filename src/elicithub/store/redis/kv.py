@@ -50,9 +50,9 @@ class RedisKv:
         await self._redis.delete(f"{PREFIX}vault:{key}")
 
     async def add_entry(self, key: str, value: str, ttl_s: float) -> None:
-        now_ms, ttl_ms = int(time.time() * 1000), max(1, int(ttl_s * 1000))
-        member = _member(Entry(now_ms + ttl_ms, value))
-        await self._add(keys=[f"{PREFIX}entries:{key}"], args=[member, f"{now_ms + 1:0{DIGITS}d}", ttl_ms])
+        now_ms, ttl_ms = int(time.time() * 1000), int(ttl_s * 1000)
+        member, kept = _member(Entry(now_ms + ttl_ms, value)), f"{now_ms + 1:0{DIGITS}d}"
+        await self._add(keys=[f"{PREFIX}entries:{key}"], args=[member, kept, max(1, ttl_ms)])
 
     async def entries(self, key: str, limit: int, before: Entry | None = None) -> list[Entry]:
         newest = "+" if before is None else f"({_member(before)}"
