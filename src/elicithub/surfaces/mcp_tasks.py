@@ -10,7 +10,9 @@ questions each time (surfaces/mcp_task_records.py keeps only whose run it is, an
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -24,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicithub.core.elicitation import Answer, Elicitation
+from elicithub.core.ports import Entry
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import field_errors, refusal, user_of
@@ -45,6 +48,8 @@ from elicithub.task_wire import (
 CORE_TASKS: Literal["2025-11-25"] = "2025-11-25"
 """The one handshake-era version with tasks in the core."""
 POLL_MS = 1000
+PAGE = 50
+"""Tasks per `tasks/list` page (a module constant, so tests may lower it)."""
 ENDED_S = 5.0
 """How long a read waits for the end of a run that is no longer active to reach the log."""
 
@@ -212,15 +217,18 @@ class McpTasks:
         return {**(seen.result or {}), "_meta": {RELATED_TASK: {"taskId": task_id}}}
 
     async def listed(self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams) -> HandlerResult:
-        """2025-11-25: the caller's own tasks still kept, newest first."""
+        """2025-11-25: the caller's own tasks still kept, newest first, `PAGE` at a time; `nextCursor` reads on."""
         caller = self._caller(ctx)
         assert caller.user_id is not None
+        before = None if params.cursor is None else _position(params.cursor)
+        entries = await self.records.listed(caller.user_id, PAGE + 1, before)  # one more: is there a next page?
+        page = entries[:PAGE]
         tasks = []
-        for task_id in await self.records.listed(caller.user_id):
-            record = await self.records.get(caller.user_id, task_id)
+        for entry in page:
+            record = await self.records.get(caller.user_id, entry.value)
             if record is not None:
                 tasks.append(_core_task(record, (await self.seen(caller, record)).status))
-        return mt.ListTasksResult(tasks=tasks)
+        return mt.ListTasksResult(tasks=tasks, next_cursor=_cursor(page[-1]) if len(entries) > PAGE else None)
 
     async def _owned(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> tuple[Caller, TaskRecord]:
         """The caller and their task: another user's, or one no longer kept, is unknown."""
@@ -305,6 +313,22 @@ def _dump(model: mt.Result | mt.Request[Any, Any]) -> dict[str, Any]:
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _cursor(last: Entry) -> str:
+    """`tasks/list`'s cursor: where the page ended, opaque to the client. It only bounds a listing of the caller's
+    own tasks, so a cursor made up or passed to another user reveals nothing."""
+    return base64.urlsafe_b64encode(json.dumps(list(last)).encode()).decode()
+
+
+def _position(cursor: str) -> Entry:
+    try:
+        expires_ms, task_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError):
+        expires_ms = task_id = None
+    if type(expires_ms) is not int or not 0 <= expires_ms < 2**63 or not isinstance(task_id, str):
+        raise MCPError(mt.INVALID_PARAMS, "tasks/list: unknown cursor; pass a `nextCursor` as it came, or none.")
+    return Entry(expires_ms, task_id)
 
 
 def _task_fields(record: TaskRecord, status: Status) -> dict[str, Any]:

@@ -83,6 +83,17 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (key, pos)
     );
     """,
+    # 3: lists of expiring entries (a user's MCP tasks), one row per entry so that writers adding at once never
+    # overwrite each other; byte order ("C"), so a page's last entry bounds the next page the same way everywhere.
+    """
+    CREATE TABLE elicithub_kv_entries (
+        key text NOT NULL,
+        expires_ms bigint NOT NULL,
+        value text COLLATE "C" NOT NULL,
+        PRIMARY KEY (key, expires_ms, value)
+    );
+    CREATE INDEX elicithub_kv_entries_expiring ON elicithub_kv_entries (expires_ms);
+    """,
 )
 
 LATEST = len(MIGRATIONS)
