@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
+from elicithub.core.elicitation import State
 from elicithub.surfaces import mcp_tasks
 from elicithub.task_wire import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
 from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
@@ -296,5 +297,27 @@ def test_a_tasks_list_cursor_the_hub_did_not_give_is_invalid_params(hub: Running
             with pytest.raises(MCPError, match="cursor") as refused:
                 await listed(client, cursor)
             assert refused.value.error.code == mt.INVALID_PARAMS
+
+    asyncio.run(go())
+
+
+def test_an_update_answering_an_expired_question_fails_and_takes_nothing(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with tasks_client(hub) as (client, _):
+            handle = await start(client, '/call mrtr.deploy {"name": "web"}')
+            task = await get(client, handle.task_id)
+            ids = {r["params"]["message"]: k for k, r in task["inputRequests"].items()}
+            expired, region = ids["Deploy web?"], ids["Which region?"]
+            hub.on_loop(hub.hub.broker.end(expired, State.EXPIRED))  # what the broker does at its deadline
+            assert list((await get(client, handle.task_id))["inputRequests"]) == [region]
+            both = {region: EU, expired: {"action": "accept", "content": {"confirm": True}}}
+            with pytest.raises(MCPError) as refused:
+                await update(client, handle.task_id, both)
+            assert refused.value.error.code == mt.INVALID_PARAMS
+            assert refused.value.error.message.startswith(f"Elicitation {expired!r} has expired")
+            assert refused.value.error.data == {"code": "expired", "elicitationId": expired}
+            assert list((await get(client, handle.task_id))["inputRequests"]) == [region]  # nothing was taken
+            assert ack(await update(client, handle.task_id, {region: EU}))
+            assert (await until_ended(client, handle.task_id))["status"] == "completed"
 
     asyncio.run(go())

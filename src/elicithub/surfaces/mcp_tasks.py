@@ -25,11 +25,11 @@ from mcp.server.mcpserver.server import require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from elicithub.core.elicitation import Answer, Elicitation
+from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.ports import Entry
-from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
-from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import field_errors, refusal, user_of
+from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
+from elicithub.runtime.conversations import Caller, Conversations, is_open
+from elicithub.surfaces import expiry, field_errors, refusal, user_of
 from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
 from elicithub.surfaces.mcp_task_records import TaskRecord, TaskRecords
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
@@ -155,29 +155,46 @@ class McpTasks:
         )
 
     async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> HandlerResult:
-        """Answers the task's open questions: all checked first (a field error names the field and changes
-        nothing); a key that is not an open question of the task is ignored, so a repeated update is harmless."""
+        """Answers the task's open questions: all checked first (a field error, or an answer to a question of the
+        task past its deadline, fails the update and changes nothing); a key that is not an open question of the
+        task is otherwise ignored, so a repeated update is harmless."""
         caller, record = await self._owned(ctx, params.task_id)
         outstanding = {e.id: e for e in (await self.seen(caller, record)).questions}
         answers: list[tuple[str, Answer]] = []
-        for key, response in params.input_responses.items():
-            question = outstanding.get(key)
-            if question is None:
-                continue
-            if not isinstance(response, mt.ElicitResult):
-                raise MCPError(mt.INVALID_PARAMS, f"inputResponses.{key}: the answer to a question is an ElicitResult.")
-            if question.mode == "url" and response.action == "accept":
-                continue  # the person goes to the link; the sign-in completes there
-            answer = Answer(response.action, response.content)
-            try:
+        try:
+            for key, response in params.input_responses.items():
+                question = outstanding.get(key)
+                if question is None:
+                    await self._unless_expired(caller, record, key)
+                    continue
+                if not isinstance(response, mt.ElicitResult):
+                    why = f"inputResponses.{key}: the answer to a question is an ElicitResult."
+                    raise MCPError(mt.INVALID_PARAMS, why)
+                if question.mode == "url" and response.action == "accept":
+                    continue  # the person goes to the link; the sign-in completes there
+                answer = Answer(response.action, response.content)
                 await self.conversations.check(caller, key, answer)
-            except InvalidContent as exc:
-                raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
-            answers.append((key, answer))
+                answers.append((key, answer))
+        except InvalidContent as exc:
+            raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
+        except Expired as exc:
+            raise MCPError(mt.INVALID_PARAMS, str(exc), expiry(exc)) from None
         for key, answer in answers:
             with contextlib.suppress(AlreadyResolved, Expired):  # it ended otherwise meanwhile
                 await self.conversations.answer(caller, key, answer)
         return {}
+
+    async def _unless_expired(self, caller: Caller, record: TaskRecord, key: str) -> None:
+        """Raises Expired when `key` names a question of the task's conversation past its deadline (its delegated
+        runs' included): an answer to it fails the update, as on every surface (REST's 410), though the task no
+        longer shows it."""
+        try:
+            question = await self.conversations.question(caller, key)
+        except NotFound:
+            return
+        due = question.state is State.PENDING and not is_open(question)
+        if question.conversation_id == record.conversation_id and (question.state is State.EXPIRED or due):
+            raise Expired(key)
 
     async def cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
         """Ends the task's open questions (the run's tool call gets the cancellation, and the run ends); the task
