@@ -16,6 +16,7 @@ import anyio
 import httpx
 import mcp_types as mt
 import pytest
+import yaml
 from mcp.shared.exceptions import MCPError
 
 from elicithub.core.broker import Broker, Resolution
@@ -29,11 +30,16 @@ DB = 1  # the store tests empty database 0 for every test
 
 
 class ServedHub(HubAddress):
-    """`elicithub serve --config FILE` in its own process."""
+    """`elicithub serve --config FILE` in its own process; SIGTERM stops it at once unless the config asks for a
+    drain (`server.drain_s`, whose default is for production)."""
 
     def __init__(self, config: Path, log: Path, port: int | None = None) -> None:
         super().__init__(port or free_port())
         self.log = log
+        settings = yaml.safe_load(config.read_text()) or {}
+        settings.setdefault("server", {}).setdefault("drain_s", 0)
+        config = log.with_suffix(".yaml")
+        config.write_text(json.dumps(settings))
         command = [sys.executable, "-c", "from elicithub.cli import main; main()", "serve", "--config", str(config)]
         with log.open("wb") as out:
             self.process = subprocess.Popen([*command, "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
