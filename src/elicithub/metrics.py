@@ -69,6 +69,10 @@ class Metrics:
             buckets=REQUEST_BUCKETS_S,
             registry=registry,
         )
+        # Each request's series, kept at hand: `labels()` checks and locks, a few microseconds a request. Routes are
+        # templates and statuses a few, so these stay small.
+        self._counted: dict[tuple[str, int], Counter] = {}
+        self._timed: dict[str, Histogram] = {}
 
     def count_runs(self, running: Callable[[], int]) -> None:
         """Read the runs of this hub when scraped."""
@@ -91,11 +95,17 @@ class Metrics:
 
     def request(self, route: str, status: int) -> None:
         if self.enabled:
-            self._requests.labels(route, str(status)).inc()
+            counted = self._counted.get((route, status))
+            if counted is None:
+                counted = self._counted[route, status] = self._requests.labels(route, str(status))
+            counted.inc()
 
     def took(self, route: str, seconds: float) -> None:
         if self.enabled:
-            self._took.labels(route).observe(seconds)
+            timed = self._timed.get(route)
+            if timed is None:
+                timed = self._timed[route] = self._took.labels(route)
+            timed.observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -73,8 +73,8 @@ class Broker:
         self.store = store
         self.events = events
         self.durable = durable
-        self._counts = counts
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
+        self._counts = counts
         self._waiters: dict[str, _Waiting] = {}
         self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None

@@ -84,8 +84,8 @@ class Hub:
         self.backend = backend or configured_backend(config)
         self.store = self.backend.elicitations
         self.stream = RunStream(self.backend.events)
-        # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.metrics = Metrics(config.metrics.enabled)
+        # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.broker = Broker(self.store, self.stream, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.kv, self.keys)
