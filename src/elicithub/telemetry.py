@@ -149,8 +149,8 @@ class _Telemetry:
 
     @contextmanager
     def serving(self, method: str, headers: Iterable[tuple[bytes, bytes]]) -> Iterator[Serving]:
-        # Only the propagation headers are read: the caller's trace context, never its credentials.
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers if k in (b"traceparent", b"tracestate")}
+        # The propagators (`OTEL_PROPAGATORS`) read only their own headers; no header is recorded.
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
         known = method if method in METHODS else "HTTP"
         span = self.tracer.start_span(
             known,
