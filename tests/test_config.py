@@ -121,6 +121,13 @@ def test_store_pool_and_timeout_errors_name_their_key() -> None:
     assert error_of({"store": {"allow_eviction": "maybe"}}).startswith("store.allow_eviction: ")
 
 
+def test_metrics_are_on_unless_turned_off_and_errors_name_the_key() -> None:
+    assert parse_config({}).metrics.enabled is True
+    assert parse_config({"metrics": {"enabled": False}}).metrics.enabled is False
+    assert error_of({"metrics": {"enabled": "maybe"}}).startswith("metrics.enabled: ")
+    assert error_of({"metrics": {"port": 9100}}) == "metrics.port: unknown key"
+
+
 def test_config_is_frozen() -> None:
     config = parse_config({})
     with pytest.raises(ValidationError):

@@ -87,6 +87,12 @@ class ServerConfig(_Strict):
     drain_s: float = Field(default=10, ge=0, le=3600)
 
 
+class MetricsConfig(_Strict):
+    """`GET /metrics` in Prometheus text format; off, the hub serves no such page and counts nothing for it."""
+
+    enabled: bool = True
+
+
 class ConversationsConfig(_Strict):
     """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
 
@@ -255,6 +261,7 @@ class Config(_Strict):
     conversations: ConversationsConfig = ConversationsConfig()
     limits: LimitsConfig = LimitsConfig()
     server: ServerConfig = ServerConfig()
+    metrics: MetricsConfig = MetricsConfig()
     mcp_servers: list[McpServerConfig] = []
     a2a_agents: list[A2aAgentConfig] = []
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
-from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.elicitation import Answer, Elicitation, Outcome, State
 from elicithub.core.events import StreamEvent
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import ConversationRecord, Message, RunRecord
@@ -17,6 +17,15 @@ class EventSink(Protocol):
     """Where the broker shows a question and its end: the stream of the run that asked."""
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None: ...
+
+
+class Counts(Protocol):
+    """What counts a hub's questions (its metrics): those a run of the hub waits on, and the ends the hub made, so
+    that each end is counted once across the hubs sharing a store."""
+
+    def pending(self, elicitation: Elicitation, change: int) -> None: ...
+
+    def ended(self, elicitation: Elicitation, outcome: Outcome) -> None: ...
 
 
 class ElicitationStore(Protocol):

@@ -26,6 +26,7 @@ from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
 from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls
 from elicithub.demo.tracker import base_url
+from elicithub.metrics import Metrics
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
@@ -83,8 +84,9 @@ class Hub:
         self.backend = backend or configured_backend(config)
         self.store = self.backend.elicitations
         self.stream = RunStream(self.backend.events)
+        self.metrics = Metrics(config.metrics.enabled)
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
-        self.broker = Broker(self.store, self.stream, durable=self.backend.durable)
+        self.broker = Broker(self.store, self.stream, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.kv, self.keys)
         self.links = LinkSigner(self.keys)
@@ -114,6 +116,7 @@ class Hub:
         for delegation in delegations:
             delegation.run_child = runner.run_child
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
+        self.metrics.count_runs(self.conversations.running)
         self.streams = OpenStreams()
         """The chat streams being written; a shutdown ends them at once."""
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
