@@ -8,7 +8,8 @@ const API = "run/api/admin/questions";
 const view = document.getElementById("view");
 const refused = document.getElementById("refused");
 const filters = document.getElementById("filters");
-const status = document.getElementById("status");
+const status = document.getElementById("status"); // how many, as of when
+const notice = document.getElementById("notice"); // what became of the last cancel, until the next
 const rows = document.querySelector("#questions tbody");
 const auto = document.getElementById("auto");
 let loading = null; // the load in flight, so refreshes never overlap
@@ -29,9 +30,9 @@ function refuse(text) {
   document.body.dataset.state = "refused";
 }
 
-function say(text, state = "ok") {
-  status.textContent = text;
-  status.dataset.state = state;
+function say(element, text, state = "ok") {
+  element.textContent = text;
+  element.dataset.state = state;
 }
 
 function when(stamp) {
@@ -71,7 +72,7 @@ async function load() {
   try {
     response = await fetch(query(), { headers: { accept: "application/json" } });
   } catch {
-    say("The hub cannot be reached.", "error");
+    say(status, "The hub cannot be reached.", "error");
     return;
   }
   if (response.status === 401) {
@@ -83,7 +84,7 @@ async function load() {
     return;
   }
   if (!response.ok) {
-    say(await errorOf(response), "error");
+    say(status, await errorOf(response), "error");
     return;
   }
   const { questions } = await response.json();
@@ -94,7 +95,7 @@ async function load() {
       : [h("tr", {}, h("td", { colspan: "9", class: "empty" }, "No open questions."))]),
   );
   const count = questions.length === 1 ? "1 open question" : `${questions.length} open questions`;
-  say(`${count} · updated ${new Date().toLocaleTimeString()}`);
+  say(status, `${count} · updated ${new Date().toLocaleTimeString()}`);
   document.body.dataset.ready = "true";
 }
 
@@ -118,15 +119,13 @@ async function cancelQuestion(question, button) {
   try {
     response = await fetch(`${API}/${encodeURIComponent(question.elicitationId)}/cancel`, { method: "POST" });
   } catch {
-    say("The hub cannot be reached.", "error");
+    say(notice, "The hub cannot be reached.", "error");
     button.disabled = false;
     return;
   }
-  const [text, state] = response.ok
-    ? [`Cancelled a question of ${question.user}'s.`, "ok"]
-    : [`Not cancelled: ${await errorOf(response)}`, "error"];
+  if (response.ok) say(notice, `Cancelled a question of ${question.user}'s.`);
+  else say(notice, `Not cancelled: ${await errorOf(response)}`, "error");
   await reload();
-  say(text, state);
 }
 
 async function who() {
