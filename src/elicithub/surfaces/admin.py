@@ -57,7 +57,10 @@ ServerFilter = Annotated[
 AgeFilter = Annotated[
     float | None, Query(ge=0, allow_inf_nan=False, description="Only questions asked at least this many seconds ago.")
 ]
-ElicitationIdPath = Annotated[str, Path(description="The question.")]
+# Documented, not enforced: an id of another shape is one no question has (404).
+ElicitationIdPath = Annotated[
+    str, Path(description="The question.", json_schema_extra={"pattern": r"^eli_[A-Za-z0-9_-]+$"})
+]
 
 
 class AdminPages:
