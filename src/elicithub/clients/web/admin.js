@@ -41,7 +41,8 @@ function when(stamp) {
 }
 
 function row(question) {
-  const cancel = h("button", { type: "button" }, "Cancel");
+  const label = `Cancel the question ${question.user} was asked by ${question.toolName ?? question.serverId ?? "the hub"}`;
+  const cancel = h("button", { type: "button", "aria-label": label }, "Cancel");
   cancel.addEventListener("click", () => cancelQuestion(question, cancel));
   return h(
     "tr",
