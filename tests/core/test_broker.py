@@ -318,6 +318,17 @@ async def test_expire_due_expires_stored_pending_questions_past_their_deadline(b
 
 
 @pytest.mark.anyio
+async def test_pending_lists_every_open_question_however_far_its_deadline_and_none_that_ended(broker: Broker) -> None:
+    soon, years_away, answered, overdue = question(), question(10 * 365 * 24 * 3600), question(), question(-5)
+    for e in (soon, years_away, answered, overdue):
+        await broker.store.put(e)
+    await broker.respond(answered.id, EU, "alice")
+    # Past its deadline but not swept yet, a question is still pending: the caller tells it apart.
+    assert {e.id for e in await broker.pending(10)} == {soon.id, years_away.id, overdue.id}
+    assert len(await broker.pending(2)) == 2
+
+
+@pytest.mark.anyio
 async def test_end_reports_the_existing_outcome_and_unknown_ids_are_not_found(broker: Broker) -> None:
     e = question()
     await broker.store.put(e)

@@ -8,7 +8,7 @@ import logging
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from elicithub.core.cancelling import despite_cancellation, settled
 from elicithub.core.elicitation import (
@@ -35,6 +35,9 @@ LISTENER_STOP_S = 3.0
 KEPT_OPENED = 10_000
 """Questions opened here remembered at most: those not yet waited on (one forgotten is read again by its wait), and
 those held for their answer's lookup (one forgotten is read again by it)."""
+
+NO_DEADLINE = datetime.max.replace(tzinfo=UTC)
+"""Later than any question's deadline."""
 
 Ended = Callable[[str, bool], None]
 """Told that a question ended: its id, and whether it was announced here (else it ended on another instance)."""
@@ -342,6 +345,11 @@ class Broker:
             if await self._transition(elicitation, State.EXPIRED, None):
                 count += 1
         return count
+
+    async def pending(self, limit: int) -> list[Elicitation]:
+        """Questions still pending, asked here or on any hub sharing the store, at most `limit` (the nearest deadlines
+        first, where the store orders them). Some may be past their deadline, not yet expired by a sweep."""
+        return await self.store.due(NO_DEADLINE, limit)  # every pending question is due by then
 
     async def purge(self, older_than: timedelta) -> int:
         return await self.store.purge(utcnow() - older_than)

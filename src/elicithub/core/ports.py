@@ -155,8 +155,8 @@ class KeyValueStore(Protocol):
 
     Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, sealed before they
     get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks (`mcp-task:`, and
-    each user's list of them, `mcp-tasks:`), Slack's records (`slack:`) and user-scoped servers' tool listings
-    (`tools:`).
+    each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool listings
+    (`tools:`) and the groups of people signed in to the widget (`signed-in-groups:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
