@@ -27,7 +27,7 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import field_errors, refusal, user_of
-from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
+from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
 from elicithub.surfaces.mcp_task_records import TaskRecord, TaskRecords
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
 from elicithub.task_wire import (
@@ -161,9 +161,9 @@ class McpTasks:
                 continue
             if not isinstance(response, mt.ElicitResult):
                 raise MCPError(mt.INVALID_PARAMS, f"inputResponses.{key}: the answer to a question is an ElicitResult.")
-            if question.mode == "url" and response.action == "accept":
-                continue  # the person goes to the link; the sign-in completes there
             answer = Answer(response.action, response.content)
+            if ends_with_sign_in(question, answer):
+                continue  # the person goes to the link; the sign-in completes there
             try:
                 await self.conversations.check(caller, key, answer)
             except InvalidContent as exc:
