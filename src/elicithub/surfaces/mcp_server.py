@@ -198,13 +198,13 @@ class McpSurface:
                 try:
                     await ask_back(self.conversations, ctx.session, ctx.request_id, caller, elicitation)
                 except BaseException:
-                    await self._forsaken(caller, elicitation)
+                    await self._cancel_abandoned(caller, elicitation)
                     raise
             return True  # answered (or cancelled) here: the run goes on in this call
 
         return ask_back_here
 
-    async def _forsaken(self, caller: Caller, elicitation: Elicitation) -> None:
+    async def _cancel_abandoned(self, caller: Caller, elicitation: Elicitation) -> None:
         """The call ended before its question did: its client gave up on it or closed its session (or failed the
         request), so nobody can answer it there, and it is cancelled. Not when the hub stops: the run resumes, and
         its question may still be answered elsewhere."""
