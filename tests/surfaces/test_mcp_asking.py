@@ -5,9 +5,11 @@ client that goes away mid-call ends it quietly, its question cancelled."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,7 +19,12 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 
-from tests.conftest import HubFactory, RunningHub, ServedInThread, served
+from elicithub.config import parse_config
+from elicithub.core.elicitation import State
+from elicithub.server.app import create_app
+from elicithub.server.hub import Hub
+from elicithub.store import open_backend
+from tests.conftest import USERS, HubAddress, HubFactory, RunningHub, ServedInThread, free_port, served
 from tests.surfaces.test_mcp_server import connected, retry, text, token
 from tests.surfaces.test_mcp_tasks import get, start, tasks_client, until_ended, update
 
@@ -201,3 +208,57 @@ def test_a_session_ended_while_its_notification_is_handed_over_logs_nothing(
     # The notification was taken before the session ended (202), or found it ended (404); the end always went through.
     assert all(told in (202, 404) and ended == 200 for told, ended in answered), answered
     assert served_problems() == []
+
+
+def test_a_hub_that_stops_mid_call_keeps_the_question_for_the_resumed_run(
+    downstream: ServedInThread, tmp_path: Path
+) -> None:
+    # Stopped as `elicithub serve` stops (a short grace for open requests), while a 2025-11-25 call waits on its
+    # client's answer: the run resumes after a restart, and its question may still be answered elsewhere.
+    store = f"sqlite:///{tmp_path / 'hub.db'}"
+    port = free_port()
+    config = parse_config(
+        {
+            "public_url": f"http://127.0.0.1:{port}",
+            "store": {"url": store},
+            "secrets": {"key_file": str(tmp_path / "secret.key")},
+            "users": USERS,
+            "mcp_servers": [{"id": "old", "url": f"{downstream.url}/mcp", "protocol": "legacy"}],
+        }
+    )
+    hub = ServedInThread(create_app(config, Hub(config)), port, timeout_graceful_shutdown=1)
+    asked: list[str] = []
+
+    async def go() -> None:
+        shown = anyio.Event()
+
+        async def never_answers(context: ClientRequestContext, params: mt.ElicitRequestParams) -> Any:
+            assert isinstance(params, mt.ElicitRequestURLParams) and params.elicitation_id is not None
+            asked.append(params.elicitation_id)
+            shown.set()
+            await anyio.sleep_forever()
+
+        with contextlib.suppress(Exception):  # the client's session breaks with the hub gone
+            async with connected(HubAddress(port), "legacy", elicitation_callback=never_answers) as (client, _):
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(client.call_tool, "assistant", {"message": "/call old.connect {}"})
+                    await shown.wait()
+                    await anyio.to_thread.run_sync(hub.stop)
+                    calls.cancel_scope.cancel()
+
+    try:
+        asyncio.run(go())
+    finally:
+        hub.stop()
+    assert not hub.thread.is_alive()
+    [elicitation_id] = asked
+
+    async def stored() -> State | None:
+        backend = open_backend(store)
+        try:
+            found = await backend.elicitations.get(elicitation_id)
+        finally:
+            await backend.close()
+        return None if found is None else found.state
+
+    assert asyncio.run(stored()) is State.PENDING
