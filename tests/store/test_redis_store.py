@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -358,3 +359,20 @@ async def test_the_hub_running_a_run_listens_to_its_log_and_a_hub_announcing_an_
     finally:
         await running.close()
         await answering.close()
+
+
+async def test_a_log_redis_let_expire_is_not_served_from_a_hubs_memory_once_the_purge_passed_it(redis_url: str) -> None:
+    backend = open_backend(redis_url)
+    try:
+        before = time.time()
+        assert await backend.events.append("k", {"n": 1}) == 1  # kept in the hub's memory too
+        with redis.Redis.from_url(redis_url) as client:
+            client.delete("elicithub:events:k", "elicithub:events-seq:k")  # as its TTL does, retention_s after
+        await backend.conversations.purge(idle_before=before)  # the sweep's, before the log went idle
+        assert await backend.events.read("k") == [(1, {"n": 1})]  # still held here
+        await backend.conversations.purge(idle_before=time.time())  # the log idle past retention
+        assert await backend.events.read("k") == []
+        assert await backend.events.append("k", {"n": 2}) == 1  # a conversation begun again under its key
+        assert await backend.events.read("k") == [(1, {"n": 2})]
+    finally:
+        await backend.close()

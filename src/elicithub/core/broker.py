@@ -75,8 +75,9 @@ class Broker:
         self._waiters: dict[str, _Waiting] = {}
         self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None
-        self._opened: dict[str, bool] = {}
-        """Questions opened here that nobody waits on yet: whether a notice of an end (maybe theirs) came since."""
+        self._opened: dict[str, None] = {}
+        """Questions opened here that nobody waits on yet and whose end no notice told of (oldest first); a wait for
+        one not here reads whether it has ended."""
         self._held: dict[str, Elicitation] = {}
         """Questions opened here, as stored, until they end or their deadline passes: their answer's `lookup` needs no
         read (`respond`'s compare-and-set is made against this copy, and fails if the question changed since)."""
@@ -144,7 +145,7 @@ class Broker:
                 # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
                 if len(self._opened) >= KEPT_OPENED:
                     self._opened.pop(next(iter(self._opened)))
-                self._opened[elicitation.id] = False
+                self._opened[elicitation.id] = None
         await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
         self._hold(elicitations)
         for elicitation in elicitations:
@@ -205,7 +206,8 @@ class Broker:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
-        heard = self._opened.pop(elicitation_id, True)
+        heard = elicitation_id not in self._opened
+        self._opened.pop(elicitation_id, None)
         with self._waiting(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us
             # (taking its lease, unless this client stored it), unless it was opened here and no notice came since
@@ -386,11 +388,13 @@ class Broker:
                 async with contextlib.aclosing(notices):
                     async for elicitation_id in notices:
                         # None: listening started over, and what was resolved meanwhile was not heard.
-                        if elicitation_id is not None:
+                        # An end heard of (or maybe missed) lets go of the question opened here: its wait, if one
+                        # comes, reads how it ended.
+                        if elicitation_id is None:
+                            self._opened.clear()
+                        else:
                             self._held.pop(elicitation_id, None)
-                        for opened in list(self._opened) if elicitation_id is None else [elicitation_id]:
-                            if opened in self._opened:
-                                self._opened[opened] = True
+                            self._opened.pop(elicitation_id, None)
                         everyone = [*self._waiters, *self._parked]
                         for waiting in everyone if elicitation_id is None else [elicitation_id]:
                             await self._catch_up(waiting)
