@@ -227,6 +227,7 @@ class Hub:
         await self.backend.close()
 
     async def _sweep(self) -> None:
+        """`sweep` every few seconds while the hub runs."""
         interval = min(5.0, self.config.elicitation.timeout_s / 2, self.config.store.heartbeat_s)
         while True:
             await asyncio.sleep(interval)
