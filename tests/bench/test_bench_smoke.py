@@ -56,6 +56,11 @@ def test_the_memory_benchmark_runs() -> None:
     assert "streams closed" in out and "streams open" in out, out
 
 
+def test_the_idle_memory_benchmark_runs() -> None:
+    out = run("idle.py", "--n", "10", "--kb", "1", "--rounds", "1")
+    assert "round 1: N written" in out and "round 1: N gone" in out, out
+
+
 def test_the_holdings_benchmark_runs() -> None:
     out = run("holds.py", "--n", "5", "--top", "3")
     assert "KB traced per question" in out, out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -60,6 +61,33 @@ def test_the_least_recently_used_are_forgotten_past_the_limit() -> None:
     assert histories.with_messages(light(written("b", 4))) is not None
     histories.saw(written("huge", 11))  # larger than the limit: never kept
     assert histories.with_messages(light(written("huge", 11))) is None
+
+
+def test_conversations_not_written_since_the_time_given_are_forgotten() -> None:
+    histories = Histories()
+    for key, at in (("old", 10.0), ("new", 20.0)):
+        histories.saw(written(key, 3, at=at))
+    histories.forget_idle(idle_before=10.0)  # none written before it
+    assert len(histories) == 2
+    histories.forget_idle(idle_before=20.0)
+    assert len(histories) == 1
+    assert histories.with_messages(light(written("old", 3, at=10.0))) is None
+    assert histories.with_messages(light(written("new", 3, at=20.0))) is not None
+
+
+async def test_the_purge_forgets_the_messages_held_of_conversations_idle_past_it(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        for n in range(3):
+            _, events = await started(hub, ALICE, f"chat-{n}", "x" * 16 * 1024)
+            await events_until(events, RunFinished)
+        held = hub.conversations.runner.histories
+        written_at = [(await hub.conversations.get(ALICE, f"chat-{n}", messages=False)).updated_at for n in range(3)]
+        assert len(held) == 3
+        assert await hub.conversations.purge(idle_before=min(written_at)) == 0  # none idle that long: all kept
+        assert len(held) == 3
+        purged = await hub.conversations.purge(idle_before=math.nextafter(max(written_at), math.inf))
+        assert len(held) == 0
+    assert purged == (0 if backend.url.startswith("redis://") else 3)  # Redis lets them expire by themselves
 
 
 async def test_a_hub_reads_again_a_conversation_another_hub_wrote_since(backend: Backend) -> None:

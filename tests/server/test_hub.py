@@ -1,4 +1,5 @@
-"""The hub's composition: with the demo on, the demo adds its servers and agents beside one's own, never hiding any."""
+"""The hub's composition: with the demo on, the demo adds its servers and agents beside one's own, never hiding any;
+and its sweep, which forgets idle conversations."""
 
 from __future__ import annotations
 
@@ -32,3 +33,14 @@ def test_a_configured_server_with_a_demo_servers_id_takes_its_place(
     assert "- deploy.echo:" in listed and "deploy.deploy_service" not in listed
     assert "- release.rollback:" in listed
     assert said(hub, "conv-demo-taken-call", '/call deploy.echo {"text": "mine"}') == "echo: mine"
+
+
+def test_the_sweep_leaves_nothing_held_of_conversations_idle_past_retention(make_hub: HubFactory) -> None:
+    hub = make_hub(conversations={"retention_s": 1e-6})  # idle past it as soon as they are written
+    for n in range(3):
+        said(hub, f"conv-idle-{n}", "x" * 16 * 1024)
+    hub.on_loop(hub.hub.sweep())  # the pass the hub makes every few seconds, now
+    assert len(hub.hub.conversations.runner.histories) == 0  # none of their messages stays in the hub's memory
+    with hub.client() as client:
+        for n in range(3):
+            assert client.get(f"/run/api/conversations/conv-idle-{n}").status_code == 404

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -374,3 +375,20 @@ async def test_a_list_of_entries_drops_its_expired_ones_as_it_grows_and_lives_as
         members = client.zrange("elicithub:entries:mcp-tasks:alice", 0, -1)
         assert [member.split(":", 1)[1] for member in members] == ["task_short", "task_long"]
         assert 60_000 < client.pttl("elicithub:entries:mcp-tasks:alice") <= 120_000
+
+
+async def test_a_log_redis_let_expire_is_not_served_from_a_hubs_memory_once_the_purge_passed_it(redis_url: str) -> None:
+    backend = open_backend(redis_url)
+    try:
+        before = time.time()
+        assert await backend.events.append("k", {"n": 1}) == 1  # kept in the hub's memory too
+        with redis.Redis.from_url(redis_url) as client:
+            client.delete("elicithub:events:k", "elicithub:events-seq:k")  # as its TTL does, retention_s after
+        await backend.conversations.purge(idle_before=before)  # the sweep's, before the log went idle
+        assert await backend.events.read("k") == [(1, {"n": 1})]  # still held here
+        await backend.conversations.purge(idle_before=time.time())  # the log idle past retention
+        assert await backend.events.read("k") == []
+        assert await backend.events.append("k", {"n": 2}) == 1  # a conversation begun again under its key
+        assert await backend.events.read("k") == [(1, {"n": 2})]
+    finally:
+        await backend.close()

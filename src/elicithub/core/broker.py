@@ -81,8 +81,9 @@ class Broker:
         self._waiters: dict[str, _Waiting] = {}
         self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None
-        self._opened: dict[str, bool] = {}
-        """Questions opened here that nobody waits on yet: whether a notice of an end (maybe theirs) came since."""
+        self._opened: dict[str, None] = {}
+        """Questions opened here that nobody waits on yet and whose end no notice told of (oldest first); a wait for
+        one not here reads whether it has ended."""
         self._held: dict[str, Elicitation] = {}
         """Questions opened here, as stored, until they end or their deadline passes: their answer's `lookup` needs no
         read (`respond`'s compare-and-set is made against this copy, and fails if the question changed since)."""
@@ -153,7 +154,7 @@ class Broker:
                 # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
                 if len(self._opened) >= KEPT_OPENED:
                     self._opened.pop(next(iter(self._opened)))
-                self._opened[elicitation.id] = False
+                self._opened[elicitation.id] = None
             # Pending here before it is stored: a notice of its end (a supersede) cannot come before it is counted.
             self._asking(elicitation)
         try:
@@ -224,7 +225,8 @@ class Broker:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
-        heard = self._opened.pop(elicitation_id, True)
+        heard = elicitation_id not in self._opened
+        self._opened.pop(elicitation_id, None)
         with self._waiting(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us
             # (taking its lease, unless this client stored it), unless it was opened here and no notice came since
@@ -434,12 +436,14 @@ class Broker:
                 async with contextlib.aclosing(notices):
                     async for elicitation_id in notices:
                         # None: listening started over, and what was resolved meanwhile was not heard.
-                        if elicitation_id is not None:
+                        # An end heard of (or maybe missed) lets go of the question opened here: its wait, if one
+                        # comes, reads how it ended.
+                        if elicitation_id is None:
+                            self._opened.clear()
+                        else:
                             self._held.pop(elicitation_id, None)
+                            self._opened.pop(elicitation_id, None)
                             self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
-                        for opened in list(self._opened) if elicitation_id is None else [elicitation_id]:
-                            if opened in self._opened:
-                                self._opened[opened] = True
                         everyone = [*self._waiters, *self._parked]
                         for waiting in everyone if elicitation_id is None else [elicitation_id]:
                             await self._catch_up(waiting)

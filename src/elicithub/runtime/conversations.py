@@ -368,6 +368,13 @@ class Conversations:
             log.info("continuing %d interrupted runs", taken)
         return taken
 
+    async def purge(self, idle_before: float) -> int:
+        """Forget the conversations idle since before `idle_before` (unix seconds): the store's without an active
+        run (`ConversationStore.purge`), and the messages this hub holds of any; how many the store forgot."""
+        purged = await self.backend.conversations.purge(idle_before)
+        self.runner.histories.forget_idle(idle_before)
+        return purged
+
     async def close(self) -> None:
         waiting = await self._parking.close()
         self._read_by_answer.clear()

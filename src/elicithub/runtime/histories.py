@@ -10,7 +10,8 @@ from elicithub.core.ports import Added, Backend
 from elicithub.core.runs import ConversationRecord, Message
 
 MAX_MESSAGES = 20_000
-"""Messages kept in all (a few MB): the least recently used conversations are forgotten first."""
+"""Messages kept in all (a few MB): the least recently used conversations are forgotten first, and those idle past
+the conversations' retention at each purge (`forget_idle`)."""
 
 
 class Histories:
@@ -22,6 +23,10 @@ class Histories:
         self._kept: OrderedDict[str, tuple[int, float, list[Message]]] = OrderedDict()
         self._count = 0
         self._max = max_messages
+
+    def __len__(self) -> int:
+        """Conversations whose messages are held."""
+        return len(self._kept)
 
     def with_messages(self, light: ConversationRecord) -> ConversationRecord | None:
         """`light` (read without its messages) with the messages kept for it, or None when none are."""
@@ -46,6 +51,12 @@ class Histories:
         self._count += len(record.messages)
         while self._count > self._max:
             self._forget(next(iter(self._kept)))
+
+    def forget_idle(self, idle_before: float) -> None:
+        """Let go of the conversations not written since `idle_before` (unix seconds): what this hub holds of one
+        lasts no longer than the store keeps it (one still kept, with a run going on, is read again if needed)."""
+        for key in [key for key, (_, updated_at, _) in self._kept.items() if updated_at < idle_before]:
+            self._forget(key)
 
     def _forget(self, key: str) -> None:
         kept = self._kept.pop(key, None)

@@ -247,19 +247,25 @@ class Hub:
         await self.backend.close()
 
     async def _sweep(self) -> None:
-        """Expire questions whose waiter is gone, and forget old finished ones."""
+        """`sweep` every few seconds while the hub runs."""
         interval = min(5.0, self.config.elicitation.timeout_s / 2, self.config.store.heartbeat_s)
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
-                await self.conversations.recover()
-                await self.broker.expire_due()
-                await self.broker.purge(RESOLVED_RETENTION)
-                await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
-                await self.backend.conversations.purge(time.time() - self.config.conversations.retention_s)
+                await self.sweep()
             except Exception:
                 log.exception("sweeping elicitations failed")
+
+    async def sweep(self) -> None:
+        """One pass of what the hub does every few seconds: beat, continue runs whose hub is gone, expire questions
+        whose waiter is gone, and forget old finished ones and idle conversations (with what this hub holds of
+        them)."""
+        await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
+        await self.conversations.recover()
+        await self.broker.expire_due()
+        await self.broker.purge(RESOLVED_RETENTION)
+        await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
+        await self.conversations.purge(time.time() - self.config.conversations.retention_s)
 
 
 def _free_port() -> int:

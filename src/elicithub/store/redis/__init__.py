@@ -29,9 +29,9 @@ class RedisBackend:
         self._allow_eviction = allow_eviction
         self.elicitations = RedisElicitations(url, self._redis)
         self.runs = RedisRuns(self._redis, retention_s)
-        self.conversations = RedisConversations(self._redis, retention_s)
-        self.kv = RedisKv(self._redis)
         self.events = RedisEvents(self._redis, url, events_max_len, retention_s)
+        self.conversations = RedisConversations(self._redis, retention_s, self.events)
+        self.kv = RedisKv(self._redis)
 
     async def open(self) -> None:
         """Refuse a Redis that may evict keys: a pending question or a token would vanish without a trace."""

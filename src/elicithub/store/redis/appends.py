@@ -124,9 +124,13 @@ class AppendNotices:
 
     def _keep_lease(self, key: str, ends: float) -> None:
         if len(self._leases) >= KEPT_LEASES:
-            now = asyncio.get_running_loop().time()
-            self._leases = {k: t for k, t in self._leases.items() if t > now}
+            self.forget_lapsed()
         self._leases[key] = max(ends, self._leases.get(key, 0.0))
+
+    def forget_lapsed(self) -> None:
+        """Let go of the leases that have ended (a log read again takes a new one)."""
+        now = asyncio.get_running_loop().time()
+        self._leases = {k: t for k, t in self._leases.items() if t > now}
 
     async def watch(self, key: str, counter: str, timeout_s: float) -> None:
         """Hold a lease on `key` (whose counter is `counter`) for a wait of up to `timeout_s`; return once its

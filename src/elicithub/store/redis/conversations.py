@@ -11,6 +11,7 @@ import redis.asyncio as redis
 from elicithub.core.ports import Added
 from elicithub.core.runs import ConversationRecord, Message
 from elicithub.store.redis.client import PREFIX
+from elicithub.store.redis.events import RedisEvents
 
 # KEYS: the conversation, its messages. ARGV: the expected version ('' for none yet), the new JSON, the new version,
 # seconds kept, how many messages the writer read, then the messages to add. Past those the writer read, the list
@@ -101,8 +102,9 @@ class RedisConversations:
 
     ordered = True  # one write per turn of the loop (batching), applied in order
 
-    def __init__(self, client: redis.Redis, retention_s: float) -> None:
+    def __init__(self, client: redis.Redis, retention_s: float, events: RedisEvents) -> None:
         self._redis = client
+        self._events = events
         self._put = client.register_script(_PUT_CONVERSATION)
         self._send = client.register_script(WRITE + _SEND)
         self._retention_s = max(int(retention_s), 1)
@@ -149,4 +151,7 @@ class RedisConversations:
         return Added(previous, written)
 
     async def purge(self, idle_before: float) -> int:
-        return 0  # idle conversations expire by their TTL, their messages with them
+        # Idle conversations expire by their TTL, their messages and event logs with them; what this hub keeps of
+        # those logs goes here.
+        self._events.forget_idle(idle_before)
+        return 0

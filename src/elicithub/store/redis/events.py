@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,14 +82,17 @@ return tops
 @dataclass
 class _Tail:
     """A conversation's newest events known here: every one after `base` up to `top` is in `events`; `known` is the
-    newest seq heard of (by any hub), so the tail answers a read only when `top` has caught up with it."""
+    newest seq heard of (by any hub), so the tail answers a read only when `top` has caught up with it; `at`: when
+    it last took an event (unix seconds)."""
 
     base: int
     top: int
     known: int
     events: deque[tuple[int, JsonObject]] = field(default_factory=deque)
+    at: float = field(default_factory=time.time)
 
     def add(self, seq: int, event: JsonObject, kept: int) -> None:
+        self.at = time.time()
         self.known = max(self.known, seq)
         if seq <= self.top:
             return
@@ -154,6 +158,13 @@ class RedisEvents:
         old = self._tails.pop(key, None)
         if top is not None:
             self._new_tail(key, top).known = max(top, old.top, old.known) if old is not None else top
+
+    def forget_idle(self, idle_before: float) -> None:
+        """Let go of what is kept of the logs that took no event here since `idle_before` (unix seconds): Redis
+        forgets a log `retention_s` after its last append, and a hub's memory of it lasts no longer."""
+        for key in [key for key, tail in self._tails.items() if tail.at < idle_before]:
+            del self._tails[key]
+        self._notices.forget_lapsed()
 
     async def append(self, key: str, event: JsonObject) -> int:
         return await self._behind.append(key, event)
