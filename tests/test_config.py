@@ -121,6 +121,19 @@ def test_store_pool_and_timeout_errors_name_their_key() -> None:
     assert error_of({"store": {"allow_eviction": "maybe"}}).startswith("store.allow_eviction: ")
 
 
+def test_the_widget_session_lasts_eight_hours_unless_auth_oidc_session_s_says_and_its_errors_name_the_key() -> None:
+    oidc = {"issuer": "https://login.example.com", "audience": "elicithub"}
+    config = parse_config({"auth": {"oidc": oidc}}).auth.oidc
+    assert config is not None and config.session_s == 8 * 3600
+    shorter = parse_config({"auth": {"oidc": {**oidc, "session_s": 3600}}}).auth.oidc
+    assert shorter is not None and shorter.session_s == 3600
+    too_short = error_of({"auth": {"oidc": {**oidc, "session_s": 0}}})
+    assert too_short == "auth.oidc.session_s: input should be greater than or equal to 60"
+    too_long = error_of({"auth": {"oidc": {**oidc, "session_s": 31 * 24 * 3600}}})
+    assert too_long == "auth.oidc.session_s: input should be less than or equal to 2592000"
+    assert error_of({"auth": {"oidc": {**oidc, "session_s": "all day"}}}).startswith("auth.oidc.session_s: ")
+
+
 def test_config_is_frozen() -> None:
     config = parse_config({})
     with pytest.raises(ValidationError):

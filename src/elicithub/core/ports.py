@@ -136,9 +136,9 @@ class ConversationStore(Protocol):
 class KeyValueStore(Protocol):
     """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key.
 
-    Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, sealed before they
-    get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), Slack's records (`slack:`)
-    and user-scoped servers' tool listings (`tools:`).
+    Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, `session:`, sealed
+    before they get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), Slack's
+    records (`slack:`) and user-scoped servers' tool listings (`tools:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...

@@ -19,11 +19,12 @@ from starlette.types import Receive, Scope, Send
 from elicithub import __version__
 from elicithub.config import Config
 from elicithub.errors import HubError
-from elicithub.server import routes, web
+from elicithub.server import web
 from elicithub.server.bodies import field_name
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
 from elicithub.server.replies import http_error, hub_error
+from elicithub.server.routes import hub_routes
 from elicithub.server.wire import Wire
 
 
@@ -88,16 +89,15 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
 
     app = HubApp(title="elicithub", version=__version__, lifespan=lifespan)
     app.wire = Wire(hub)
-    app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
-    app.include_router(routes.router)
+    app.include_router(hub_routes(hub))
     for surface in hub.surfaces:
         app.router.routes.extend(surface.routes)
     app.router.routes.extend(hub.resource.routes)
     app.include_router(hub.sign_in_pages.router)
     app.include_router(hub.provider_sign_in.router)
     redact_access_log()
-    app.include_router(web.router)
+    app.include_router(web.widget_routes(hub))
     app.mount(web.STATIC_PATH, web.static_files(), name="static")
 
     @app.exception_handler(HubError)
