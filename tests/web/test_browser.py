@@ -9,17 +9,22 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, Route, expect
 
+from elicithub.server.identity import SESSION_COOKIE
 from tests.conftest import HubFactory, RunningHub
+from tests.server.test_chat_ui_stream import ask as ask_over_http
 from tests.web.conftest import (
+    NewContext,
     OpenPage,
     Requests,
     ask,
     conversation_path,
     docs_copy,
     expect_closed,
+    open_widget,
     reload,
     say,
     screenshot,
+    session_cookie,
 )
 
 PROVISION = '/call mrtr.provision {"name":"orders"}'
@@ -297,3 +302,15 @@ def test_a_tool_running_as_a_task_shows_what_the_task_says_it_is_doing(
     assistant_says(page, "Migrated orders-db: 3 migrations applied.")
     expect(tool.locator(".tool-status")).to_have_text("done")
     expect(tool.locator(".tool-progress")).to_have_count(0)  # it said what the task was doing while it worked
+
+
+def test_a_link_to_a_conversation_opens_it_with_its_open_question(hub: RunningHub, new_context: NewContext) -> None:
+    # The conversation goes on elsewhere (as one in a Slack thread does), its question open.
+    stream, _ = ask_over_http(hub, "conv-linked")
+    context = new_context()
+    context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(hub, "alice"), "url": hub.url}])
+    page = open_widget(context, hub.url, "/?conversation=conv-linked")
+    assert page.evaluate("window.location.search") == ""  # a reload shows this conversation, not the link's again
+    assert page.evaluate("localStorage.getItem('elicithub.conversation')") == "conv-linked"
+    answer_the_region(page, "eu-west-1")
+    stream.close()
