@@ -352,7 +352,12 @@ async function readAgain(reply, conversation, signal) {
 async function showUser() {
   const who = document.getElementById("who");
   try {
-    const { user, name, signIn } = await (await fetch("run/api/me")).json();
+    const response = await fetch("run/api/me");
+    if (!response.ok) {
+      who.textContent = (await refusal(response)).message; // the identity provider is out of reach, say
+      return;
+    }
+    const { user, name, signIn } = await response.json();
     if (user) who.textContent = `Signed in as ${name ?? user}`;
     else if (signIn) who.replaceChildren("Not signed in: ", h("a", { href: signIn }, "Sign in"));
     else who.textContent = "Not signed in: tools cannot ask you anything.";
