@@ -146,9 +146,8 @@ class RunningHub(HubAddress):
         super().__init__(port or free_port())
         self.config = config
         # Named like `elicithub serve` names itself (host:port), so a hub restarted on this port is the same one.
-        app = create_app(config, Hub(config, instance=f"127.0.0.1:{self.port}"))
-        self.hub: Hub = app.state.hub
-        self.served = ServedInThread(app, self.port)
+        self.hub = Hub(config, instance=f"127.0.0.1:{self.port}")
+        self.served = ServedInThread(create_app(config, self.hub), self.port)
 
     def stop(self) -> None:
         self.served.stop()

@@ -128,6 +128,19 @@ def test_metrics_are_on_unless_turned_off_and_errors_name_the_key() -> None:
     assert error_of({"metrics": {"port": 9100}}) == "metrics.port: unknown key"
 
 
+def test_the_widget_session_lasts_eight_hours_unless_auth_oidc_session_s_says_and_its_errors_name_the_key() -> None:
+    oidc = {"issuer": "https://login.example.com", "audience": "elicithub"}
+    config = parse_config({"auth": {"oidc": oidc}}).auth.oidc
+    assert config is not None and config.session_s == 8 * 3600
+    shorter = parse_config({"auth": {"oidc": {**oidc, "session_s": 3600}}}).auth.oidc
+    assert shorter is not None and shorter.session_s == 3600
+    too_short = error_of({"auth": {"oidc": {**oidc, "session_s": 0}}})
+    assert too_short == "auth.oidc.session_s: input should be greater than or equal to 60"
+    too_long = error_of({"auth": {"oidc": {**oidc, "session_s": 31 * 24 * 3600}}})
+    assert too_long == "auth.oidc.session_s: input should be less than or equal to 2592000"
+    assert error_of({"auth": {"oidc": {**oidc, "session_s": "all day"}}}).startswith("auth.oidc.session_s: ")
+
+
 def test_config_is_frozen() -> None:
     config = parse_config({})
     with pytest.raises(ValidationError):

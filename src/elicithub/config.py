@@ -214,6 +214,10 @@ class DemoConfig(_Strict):
     dev_user: str = Field(default="dev", min_length=1)
 
 
+SESSION_S = 8 * 3600
+"""How long a widget session lasts by default (`auth.oidc.session_s`; the demo's dev session too)."""
+
+
 class OidcConfig(_Strict):
     """The company's OpenID provider: its JWTs name hub users on every surface that takes a bearer token."""
 
@@ -227,6 +231,8 @@ class OidcConfig(_Strict):
     groups_claim: str = Field(default="groups", min_length=1)
     admin_group: str | None = Field(default=None, min_length=1)
     scopes: list[str] = ["openid", "profile", "email"]
+    # How long a widget session lasts at most; the provider's session bounds it sooner (refresh token refused).
+    session_s: int = Field(default=SESSION_S, ge=60, le=30 * 24 * 3600)
 
 
 class AuthConfig(_Strict):

@@ -55,21 +55,27 @@ LOGIN_PATH = "/login"
 class Seen:
     jwks_fetches: int = 0
     authorize_resources: list[str | None] = field(default_factory=list)
+    refresh_grants: int = 0  # token requests with grant_type=refresh_token, granted or not
 
 
 class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
-    """Signs with the newest of its keys; publishes all of them. A person signs in by typing a user name."""
+    """Signs with the newest of its keys; publishes all of them. A person signs in by typing a user name. Access
+    tokens last `access_ttl_s`; each refresh token is taken once (rotated) until the person signs out here."""
 
     def __init__(self, issuer: str) -> None:
         self.issuer = issuer
         self.keys = [_key("k1"), _key("k2")]
         self.seen = Seen()
         self.jwks_down = False
+        self.token_down = False  # the token endpoint answers 503
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self._pending: dict[str, tuple[OAuthClientInformationFull, AuthorizationParams]] = {}
         self._codes: dict[str, AuthorizationCode] = {}
         self.nonces: dict[str, str] = {}  # state -> the authorization request's nonce, then code -> nonce
         self.groups: dict[str, list[str]] = {}  # user -> the `groups` claim of the tokens a sign-in gets
+        self.names: dict[str, str] = {}  # user -> the `name` their ID tokens carry
+        self.access_ttl_s = 300
+        self.refresh_tokens: dict[str, RefreshToken] = {}
 
     def register_web_client(self, redirect_uri: str, client_id: str = WEB_CLIENT) -> None:
         """The hub's widget (or another app) as a public client of this provider, as an admin would register it."""
@@ -77,7 +83,7 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
             client_id=client_id,
             redirect_uris=[AnyUrl(redirect_uri)],
             token_endpoint_auth_method="none",
-            grant_types=["authorization_code"],
+            grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
             scope=" ".join(SCOPES),
         )
@@ -127,23 +133,42 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
     ) -> OAuthToken:
         del self._codes[authorization_code.code]
         subject = authorization_code.subject or ""
-        # RFC 8707: a token asked for one resource is for that resource only.
-        groups = self.groups.get(subject)
-        access = self.mint(subject, aud=authorization_code.resource or AUDIENCE, scope=" ".join(SCOPES), groups=groups)
-        token = OAuthToken(access_token=access, expires_in=300, scope=" ".join(authorization_code.scopes))
+        token = self._tokens(client, subject, authorization_code.scopes, authorization_code.resource)
         if "openid" in authorization_code.scopes:
             nonce = self.nonces.pop(authorization_code.code, None)
-            id_token = self.mint(subject, aud=client.client_id, nonce=nonce, groups=groups)
+            name = self.names.get(subject)
+            id_token = self.mint(subject, aud=client.client_id, nonce=nonce, name=name, groups=self.groups.get(subject))
             return OAuthIdToken(**token.model_dump(), id_token=id_token)
         return token
 
+    def _tokens(
+        self, client: OAuthClientInformationFull, subject: str, scopes: list[str], resource: str | None
+    ) -> OAuthToken:
+        # RFC 8707: a token asked for one resource is for that resource only.
+        access = self.mint(subject, aud=resource or AUDIENCE, scope=" ".join(SCOPES), groups=self.groups.get(subject))
+        refresh: str | None = None
+        if "refresh_token" in (client.grant_types or []):
+            refresh = secrets.token_urlsafe(24)
+            self.refresh_tokens[refresh] = RefreshToken(
+                token=refresh, client_id=client.client_id or "", scopes=scopes, resource=resource, subject=subject
+            )
+        return OAuthToken(
+            access_token=access, expires_in=self.access_ttl_s, scope=" ".join(scopes), refresh_token=refresh
+        )
+
+    def sign_out(self, subject: str) -> None:
+        """The person's session here ends: their refresh tokens are refused from now on."""
+        self.refresh_tokens = {k: t for k, t in self.refresh_tokens.items() if t.subject != subject}
+
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        return None
+        self.seen.refresh_grants += 1
+        return self.refresh_tokens.get(refresh_token)
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        raise NotImplementedError
+        del self.refresh_tokens[refresh_token.token]  # rotated: a refresh token is good once
+        return self._tokens(client, refresh_token.subject or "", scopes, refresh_token.resource)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         return None
@@ -232,7 +257,7 @@ def app_for(provider: Provider) -> ASGIApp:
                 "jwks_uri": f"{base}/jwks",
                 "scopes_supported": SCOPES,
                 "response_types_supported": ["code"],
-                "grant_types_supported": ["authorization_code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["client_secret_post", "none"],
                 "subject_types_supported": ["public"],
@@ -253,12 +278,17 @@ def app_for(provider: Provider) -> ASGIApp:
     ]
     app = Starlette(routes=routes)
 
+    down = JSONResponse({"error": "temporarily_unavailable"}, status_code=503)
+
     async def noting_nonce(scope: Scope, receive: Receive, send: Send) -> None:
         # The SDK's authorization handler knows no OpenID nonce: keep it by state, for the ID token.
         if scope["type"] == "http" and scope["path"] == "/authorize":
             query = parse_qs(scope["query_string"].decode())
             if "nonce" in query and "state" in query:
                 provider.nonces[query["state"][0]] = query["nonce"][0]
+        if scope["type"] == "http" and scope["path"] == "/token" and provider.token_down:
+            await down(scope, receive, send)
+            return
         await app(scope, receive, send)
 
     return noting_nonce

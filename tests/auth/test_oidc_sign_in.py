@@ -51,7 +51,8 @@ def test_a_person_signs_in_at_the_provider_and_the_widget_knows_them(
     assert "Signed in as alice." in person.get(f"{signing_hub.url}/auth/session").text
     out = person.post(f"{signing_hub.url}/auth/sign-out")
     assert out.status_code == 303
-    assert person.get(f"{signing_hub.url}/run/api/me").json() == {"user": None}
+    signed_out = {"user": None, "signIn": f"{signing_hub.url}/auth/sign-in"}
+    assert person.get(f"{signing_hub.url}/run/api/me").json() == signed_out
     assert "Not signed in" in person.get(f"{signing_hub.url}/auth/session").text
 
 

@@ -10,10 +10,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from elicithub.demo.migrate import PENDING
 from elicithub.task_wire import TaskParams
 from elicithub.triggers.mcp.task_wire import Anything, GetTask, TasksExtension
 from tests.conftest import HubFactory, RunningHub
 from tests.server.test_chat_openai import run_answering
+from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 
 MIGRATE = '/call deploy.migrate {"database": "orders-db"}'
 STOPPED = "Migration of orders-db stopped: not confirmed, nothing was applied."
@@ -63,3 +65,24 @@ def test_cancelled_question_cancels_the_migration_task(hub: RunningHub) -> None:
     assert events[1]["outcome"] == "cancelled"
     assert text == "Tool error: The user cancelled the question; deploy.migrate was cancelled."
     assert server_task(hub, events[0]["context"]["taskId"])["status"] == "cancelled"
+
+
+def test_the_chat_stream_shows_each_status_message_of_the_task_once_while_it_works(hub: RunningHub) -> None:
+    stream = UIStream(hub.client(), ui_body("conv-migrate-status", text_part(MIGRATE)))
+    asking = stream.until("data-elicitation-request")
+    [call] = [p["toolCallId"] for p in asking if p["type"] == "tool-input-available"]
+    before = [p for p in asking if p["type"] == "data-tool-status"]
+    assert [p["data"] for p in before] == [
+        {"toolCallId": call, "message": "Connecting to orders-db"},
+        {"toolCallId": call, "message": "Checking the schema of orders-db: 3 migrations pending"},
+    ]
+    assert {p["id"] for p in before} == {f"{call}-status"}  # one data part per call, which the latest replaces
+    request = asking[-1]
+    assert hub.answer("alice", "conv-migrate-status", request["id"], "accept", {"apply": True}).status_code == 200
+    rest = stream.rest()
+    stream.close()
+    kinds = [p["type"] for p in rest]
+    after = [p["data"]["message"] for p in rest if p["type"] == "data-tool-status"]
+    assert after == [f"Applying {name}" for name in PENDING]
+    assert kinds.index("tool-output-available") > max(i for i, kind in enumerate(kinds) if kind == "data-tool-status")
+    assert text_of(rest) == "Migrated orders-db: 3 migrations applied."

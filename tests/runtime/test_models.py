@@ -92,6 +92,21 @@ def test_openai_model_calls_the_tool_and_the_question_is_answered(
 PROVISION = ToolSpec("deploy.provision", "Provision a database.", {"type": "object"})
 
 
+def test_the_scripted_models_help_lists_each_tool_on_one_line_by_its_name() -> None:
+    travel = ToolSpec(
+        "travel.send_message",
+        "Send a message to the A2A agent Travel: Books trips.\n- Book a flight: Books a flight.",
+        {"type": "object"},
+    )
+    turn = asyncio.run(ScriptedModel().complete([{"role": "user", "content": "hello"}], [PROVISION, travel]))
+    assert turn.text is not None
+    listed = [line for line in turn.text.splitlines() if line.startswith("- ")]
+    assert listed == [
+        "- deploy.provision: Provision a database.",
+        "- travel.send_message: Send a message to the A2A agent Travel: Books trips.",
+    ]
+
+
 @given(overflowing_literals())
 def test_the_scripted_model_refuses_call_arguments_that_overflow(literal: str) -> None:
     turn = asyncio.run(

@@ -3,6 +3,8 @@ and its sweep, which forgets idle conversations."""
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import HubFactory, McpProcess, RunningHub
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 
@@ -23,6 +25,13 @@ def test_with_the_demo_on_the_default_agent_has_the_demos_tools_and_every_config
         assert f"- {tool}:" in listed
     assert "- planner.delegate:" in listed  # the demo's delegation is still there
     assert said(hub, "conv-demo-own-call", '/call legacy.echo {"text": "my own tool"}') == "echo: my own tool"
+
+
+def test_the_demos_help_names_a_tool_on_every_line_of_its_list(make_hub: HubFactory) -> None:
+    hub = make_hub(demo={"enabled": True})
+    tools = [line for line in said(hub, "conv-demo-help-lines", "hello").splitlines() if line.startswith("- ")]
+    assert tools and all(re.match(r"^- [a-z]+\.\w+: ", line) for line in tools), tools
+    assert any(line.startswith("- travel.send_message: ") for line in tools)
 
 
 def test_a_configured_server_with_a_demo_servers_id_takes_its_place(

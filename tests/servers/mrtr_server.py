@@ -71,6 +71,11 @@ PICK = {
     },
     "required": ["site"],
 }
+SURVEY = {
+    "type": "object",
+    "properties": {f"q{i:03d}": {"type": "boolean", "title": f"Statement {i:03d} holds"} for i in range(120)},
+}
+"""More fields than a Slack modal holds (100 blocks, one of them the question)."""
 
 
 def ask(message: str, schema: dict[str, Any]) -> ElicitRequest:
@@ -106,6 +111,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
             tool("summarize", "Asks the client's model to write something."),
             tool("rename", "Rename something; asks for the new name (one text field)."),
             tool("pick", "Pick a site out of 251 and extras out of 120."),
+            tool("survey", "Asks 120 yes-or-no questions in one form."),
         ]
     )
 
@@ -148,6 +154,11 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
             return InputRequiredResult(input_requests={"pick": ask("Where to?", PICK)}, request_state="pick")
         extras = answer.content.get("extras") or []
         return text(f"Picked {answer.content['site']} with {len(extras)} extras: {', '.join(extras)}.")
+    if params.name == "survey":
+        answer = answered(params, "survey")
+        if answer is None or answer.content is None:
+            return InputRequiredResult(input_requests={"survey": ask("Which hold?", SURVEY)}, request_state="survey")
+        return text(f"{sum(1 for v in answer.content.values() if v is True)} of {len(SURVEY['properties'])} hold.")
     if params.name == "forever":
         round_no = int((params.request_state or "0").split(":")[0]) + 1
         # Roots are answered by the hub itself, so this loops without a person until the round cap stops it.

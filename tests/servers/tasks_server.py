@@ -55,6 +55,7 @@ SCRIPTS: dict[str, Callable[[str], list[Step]]] = {
         ("ask", {"confirm": form(f"Deploy {name}?", CONFIRM)}),
     ],
     "connect": lambda name: [("ask", {"sign-in": link("Sign in to Warehouse.", "https://warehouse.example/login")})],
+    "copy": lambda name: [("work", f"Copying {name}"), ("work", f"Copying {name}"), ("work", f"Indexing {name}")],
     "explode": lambda name: [("work", None), ("fail", "the disk is full")],
     "abandon": lambda name: [("work", None), ("cancel", "the operator stopped it")],
     "forget": lambda name: [("forget", None)],

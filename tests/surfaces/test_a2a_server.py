@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from typing import Any
 
 import httpx
@@ -31,6 +32,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
 from mcp.shared.exceptions import MCPError
 
+import elicithub
 from elicithub.core.elicitation import State
 from tests.conftest import USERS, HubAddress, RunningHub
 from tests.surfaces.test_mcp_server import connected, retry
@@ -107,6 +109,11 @@ def test_the_agent_card_declares_bearer_identity_and_the_json_rpc_endpoint(hub: 
     assert interface == {"url": f"{hub.url}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
     assert [s["id"] for s in card["skills"]] == ["assistant"]
+
+
+def test_the_agent_card_states_the_packages_version(hub: RunningHub) -> None:
+    card = httpx.get(f"{hub.url}/.well-known/agent-card.json").json()
+    assert card["version"] == version("elicithub") == elicithub.__version__
 
 
 def test_without_a_users_token_the_endpoint_is_401(hub: RunningHub) -> None:

@@ -68,11 +68,17 @@ class Call:
     async def save(self, pause: Pause) -> None:
         self.pauses.append(pause)
 
+    said: list[str] = field(default_factory=list)
+
     def context(self, resume: Pause | None = None) -> CallContext:
         async def emit(event: Any) -> None:
             assert isinstance(event, RunPaused)
 
-        return CallContext("conv", "run_1", "alice", True, Asker(self.broker, save=self.save, emit=emit, resume=resume))
+        async def progress(text: str) -> None:
+            self.said.append(text)
+
+        asker = Asker(self.broker, save=self.save, emit=emit, resume=resume)
+        return CallContext("conv", "run_1", "alice", True, asker, progress=progress)
 
     async def question(self) -> Elicitation:
         with anyio.fail_after(20):
@@ -137,6 +143,14 @@ async def test_a_task_asks_for_a_sign_in_by_link(tasks_server: TaskServer, call:
     asked = await call.answer("accept")
     assert (asked.mode, asked.url) == ("url", "https://warehouse.example/login")
     assert not (await finish(running)).is_error
+
+
+async def test_each_status_message_of_a_working_task_is_shown_once(
+    tasks_server: TaskServer, call: Call, http: Any
+) -> None:
+    outcome = await trigger(tasks_server, call, http).call("copy", {"name": "orders"}, call.context())
+    assert outcome == ToolOutcome("copy orders done ().")
+    assert call.said == ["Copying orders", "Indexing orders"]
 
 
 async def test_a_failed_task_is_a_tool_error_naming_why(tasks_server: TaskServer, call: Call, http: Any) -> None:

@@ -65,10 +65,10 @@ def new_context(browser: Browser) -> Iterator[NewContext]:
     assert not errors, f"a page raised: {errors}"
 
 
-def open_widget(context: BrowserContext, url: str) -> Page:
-    """A new page of `context` with the widget of the hub at `url`, once it is ready."""
+def open_widget(context: BrowserContext, url: str, path: str = "/") -> Page:
+    """A new page of `context` with the widget at `url` + `path`, once it is ready."""
     page = context.new_page()
-    page.goto(url + "/")
+    page.goto(url + path)
     page.wait_for_selector(READY)
     return page
 

@@ -9,17 +9,22 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, Route, expect
 
+from elicithub.server.identity import SESSION_COOKIE
 from tests.conftest import HubFactory, RunningHub
+from tests.server.test_chat_ui_stream import ask as ask_over_http
 from tests.web.conftest import (
+    NewContext,
     OpenPage,
     Requests,
     ask,
     conversation_path,
     docs_copy,
     expect_closed,
+    open_widget,
     reload,
     say,
     screenshot,
+    session_cookie,
 )
 
 PROVISION = '/call mrtr.provision {"name":"orders"}'
@@ -278,3 +283,34 @@ def test_a_delegated_agents_question_says_which_agents_it_came_through(
     page = open_page(hub)
     say(page, "/call researcher.delegate " + json.dumps({"message": PROVISION}))
     expect(page.locator(".prompt .prompt-source")).to_have_text("Asked by assistant → researcher · mrtr · provision")
+
+
+def test_a_tool_running_as_a_task_shows_what_the_task_says_it_is_doing(
+    make_hub: HubFactory, open_page: OpenPage
+) -> None:
+    hub = make_hub(demo={"enabled": True})
+    page = open_page(hub)
+    say(page, '/call deploy.migrate {"database": "orders-db"}')
+    prompt = page.locator(".prompt", has_text="Apply 3 pending migrations to orders-db?")
+    expect(prompt).to_have_attribute("data-state", "pending")
+    # The task's last status message before it asked stays while it waits for the answer.
+    tool = page.locator(".tool", has_text="deploy.migrate")
+    expect(tool.locator(".tool-progress")).to_have_text("Checking the schema of orders-db: 3 migrations pending")
+    expect(tool.locator(".tool-status")).to_have_text("running…")
+    prompt.get_by_label("Apply 3 pending migrations").check()
+    prompt.get_by_role("button", name="Submit").click()
+    assistant_says(page, "Migrated orders-db: 3 migrations applied.")
+    expect(tool.locator(".tool-status")).to_have_text("done")
+    expect(tool.locator(".tool-progress")).to_have_count(0)  # it said what the task was doing while it worked
+
+
+def test_a_link_to_a_conversation_opens_it_with_its_open_question(hub: RunningHub, new_context: NewContext) -> None:
+    # The conversation goes on elsewhere (as one in a Slack thread does), its question open.
+    stream, _ = ask_over_http(hub, "conv-linked")
+    context = new_context()
+    context.add_cookies([{"name": SESSION_COOKIE, "value": session_cookie(hub, "alice"), "url": hub.url}])
+    page = open_widget(context, hub.url, "/?conversation=conv-linked")
+    assert page.evaluate("window.location.search") == ""  # a reload shows this conversation, not the link's again
+    assert page.evaluate("localStorage.getItem('elicithub.conversation')") == "conv-linked"
+    answer_the_region(page, "eu-west-1")
+    stream.close()

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Collection
+from dataclasses import dataclass
 
 import httpx
 from joserfc import jwt
@@ -39,6 +40,18 @@ KEYS_MAX_AGE_S = 3600.0
 """How long fetched keys are trusted before the next token refetches them (a key the provider withdrew goes then)."""
 
 DISCOVERY_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone the provider signed in: the hub user (`user_claim`), and the name to greet them by, if it gave one."""
+
+    user_id: str
+    name: str | None = None
+
+
+NAME_CLAIMS = ("name", "preferred_username", "email")
+"""Where an ID token names its person for people to read, first found first (`sub` is often an opaque id)."""
 
 
 class OidcVerifier:
@@ -97,12 +110,15 @@ class OidcVerifier:
         Raises `IdentityUnavailable` when the token may be good but the provider's keys cannot be had."""
         return self.user(token) if await self._keys_for(token) else None
 
-    async def signed_in_user(self, id_token: str, nonce: str) -> str | None:
-        """The hub user of the ID token a sign-in got back: issued to the hub's client, for this sign-in's nonce."""
+    async def signed_in(self, id_token: str, nonce: str) -> Person | None:
+        """Who the ID token a sign-in got back names: issued to the hub's client, for this sign-in's nonce."""
         if not await self._keys_for(id_token):
             return None
         claims = self._claims(id_token, [self.config.client_id or ""])
-        return self._user_of(claims) if claims is not None and claims.get("nonce") == nonce else None
+        if claims is None or claims.get("nonce") != nonce:
+            return None
+        user = self._user_of(claims)
+        return None if user is None else Person(user, _name(claims))
 
     async def _keys_for(self, token: str) -> bool:
         """Whether `token` is a JWS; if so, the keys are made current enough to check it."""
@@ -183,6 +199,10 @@ class OidcVerifier:
         except (JoseError, ValueError):
             return None
         return claims
+
+
+def _name(claims: JsonObject) -> str | None:
+    return next((v for c in NAME_CLAIMS if isinstance(v := claims.get(c), str) and v.strip()), None)
 
 
 def _header(token: str) -> JsonObject | None:

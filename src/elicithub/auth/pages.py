@@ -8,7 +8,7 @@ import html
 import json
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -19,6 +19,7 @@ from elicithub.auth.oauth import CLIENT_METADATA_PATH, OAuthClient, OAuthProblem
 from elicithub.auth.vault import SignIn, Vault
 from elicithub.config import Config
 from elicithub.core.elicitation import Elicitation, State, utcnow
+from elicithub.errors import IdentityUnavailable
 from elicithub.runtime.conversations import Conversations
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class SignInPages:
         self,
         config: Config,
         conversations: Conversations,
-        identity: Callable[[Request], str | None],
+        identity: Callable[[Request], Awaitable[str | None]],
         oauth: OAuthClient,
         vault: Vault,
         links: LinkSigner,
@@ -84,10 +85,10 @@ class SignInPages:
         self.router.add_api_route("/auth/connect", self.connect, methods=["GET"])
         self.router.add_api_route("/auth/callback", self.callback, methods=["GET"])
 
-    def _user(self, request: Request) -> str | None:
+    async def _user(self, request: Request) -> str | None:
         try:
-            return self.identity(request)
-        except HTTPException:
+            return await self.identity(request)
+        except (HTTPException, IdentityUnavailable):
             return None
 
     async def client_metadata(self) -> Response:
@@ -102,7 +103,7 @@ class SignInPages:
             link = self.links.verify(t, self.config.elicitation.timeout_s)
         except BadLink as exc:
             return _page(400, "This link does not work", str(exc))
-        user = self._user(request)
+        user = await self._user(request)
         elicitation = await self.conversations.sign_in_question(link.elicitation_id)
         once = link.once if user is None and elicitation is not None else None  # a single-use link, opened as one
         if once is not None:
@@ -164,7 +165,7 @@ class SignInPages:
             return _page(
                 403, "Sign-in failed", "This sign-in was started in another browser; start again from the chat."
             )
-        user = self._user(request)
+        user = await self._user(request)
         if user is not None and user != sign_in.user_id:
             return _page(403, "Not your sign-in", "This sign-in belongs to another person's conversation.")
         elicitation = await self.conversations.sign_in_question(sign_in.elicitation_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from authlib.integrations.httpx_client import AsyncOAuth2Client
@@ -15,7 +16,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from elicithub.auth.groups import SignedInGroups
-from elicithub.auth.oidc import OidcVerifier
+from elicithub.auth.oidc import OidcVerifier, Person
+from elicithub.auth.sessions import CALLBACK_PATH, Session, widget_client
 from elicithub.config import OidcConfig
 from elicithub.errors import IdentityUnavailable
 
@@ -23,15 +25,14 @@ from elicithub.errors import IdentityUnavailable
 class Sessions(Protocol):
     """The browser sessions of the hub's identity, which a sign-in starts and a sign-out ends."""
 
-    def start_session(self, response: Response, user_id: str, *, secure: bool) -> None: ...
+    async def start_provider_session(
+        self, response: Response, person: Person, token: Mapping[str, Any], *, secure: bool
+    ) -> None: ...
 
-    def end_session(self, response: Response) -> None: ...
+    async def end_session(self, request: Request, response: Response) -> None: ...
 
-    def session_user(self, request: Request) -> str | None: ...
+    async def session(self, request: Request) -> Session | None: ...
 
-
-CALLBACK_PATH = "/auth/signed-in"
-"""The redirect URI to register at the provider: PUBLIC_URL + this."""
 
 PENDING_COOKIE = "elicithub_oidc"
 PENDING_MAX_AGE_S = 600
@@ -114,44 +115,39 @@ class ProviderSignIn:
             async with self._client() as client:
                 verifier = pending["verifier"]
                 token = await client.fetch_token(metadata["token_endpoint"], code=code, code_verifier=verifier)
-            user = await self.verifier.signed_in_user(str(token.get("id_token", "")), pending["nonce"])
+            person = await self.verifier.signed_in(str(token.get("id_token", "")), pending["nonce"])
         except IdentityUnavailable as exc:
             return _page(503, "Cannot sign in now", str(exc), again)
         except AuthlibOAuthError as exc:
             return _page(502, "Not signed in", f"The identity provider refused the sign-in ({exc.error}).", again)
-        if user is None:
+        if person is None:
             return _page(401, "Not signed in", "The identity provider's answer could not be verified.", again)
-        await self.groups.remember(user, self.verifier.groups(str(token.get("id_token", "")), id_token=True))
+        await self.groups.remember(person.user_id, self.verifier.groups(str(token.get("id_token", "")), id_token=True))
         response = RedirectResponse("/", status_code=302, headers={"cache-control": "no-store"})
         response.delete_cookie(PENDING_COOKIE, path=CALLBACK_PATH)
-        self.identity.start_session(response, user, secure=self.secure)
+        await self.identity.start_provider_session(response, person, token, secure=self.secure)
         return response
 
     async def session(self, request: Request) -> Response:
         """Who this browser is signed in as, with the way out (or in)."""
-        user = self.identity.session_user(request)
-        if user is None:
+        try:
+            session = await self.identity.session(request)
+        except IdentityUnavailable as exc:
+            return _page(503, "Cannot check your sign-in now", str(exc))
+        if session is None:
             link = '<p><a href="/auth/sign-in">Sign in</a></p>' if self.oidc is not None else ""
             return _page(200, "Not signed in", "This browser is not signed in to the hub.", link)
         form = '<form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form>'
-        return _page(200, "Signed in", f"Signed in as {user}.", form)
+        return _page(200, "Signed in", f"Signed in as {session.name or session.user_id}.", form)
 
     async def sign_out(self, request: Request) -> Response:
         response = RedirectResponse("/auth/session", status_code=303, headers={"cache-control": "no-store"})
-        self.identity.end_session(response)
+        await self.identity.end_session(request, response)
         return response
 
     def _client(self) -> AsyncOAuth2Client:
         assert self.oidc is not None
-        return AsyncOAuth2Client(
-            client_id=self.oidc.client_id,
-            client_secret=self.client_secret,
-            scope=" ".join(self.oidc.scopes),
-            redirect_uri=self.public_url + CALLBACK_PATH,
-            code_challenge_method="S256",
-            token_endpoint_auth_method="client_secret_post" if self.client_secret else "none",
-            timeout=10,
-        )
+        return widget_client(self.oidc, self.public_url, self.client_secret)
 
 
 def _page(status: int, title: str, text: str, trusted_html: str = "") -> HTMLResponse:

@@ -1,10 +1,12 @@
-"""The token vault: credentials per (server, user), client registrations and pending sign-ins, encrypted at rest."""
+"""The token vault: credentials per (server, user), client registrations, pending sign-ins and the widget's provider
+sessions, encrypted at rest."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,6 +56,21 @@ class SignIn:
 
     def __repr__(self) -> str:
         return f"SignIn(elicitation_id={self.elicitation_id!r}, server_id={self.server_id!r})"
+
+
+@dataclass(frozen=True)
+class ProviderSession:
+    """A widget session signed in at the identity provider: who, until when the provider's access token holds, the
+    refresh token that renews it (None: the session ends with the access token), and the hub session's own end."""
+
+    user_id: str
+    name: str | None
+    refresh_token: str | None
+    expires_at: float  # unix seconds
+    ends_at: float
+
+    def __repr__(self) -> str:
+        return f"ProviderSession(expires_at={self.expires_at!r}, ends_at={self.ends_at!r})"
 
 
 def _digest(text: str) -> str:
@@ -114,3 +131,16 @@ class Vault:
         key = f"signin:{_digest(state)}"
         data = self._open(key, await self.kv.take(key))
         return None if data is None else SignIn(**data)
+
+    async def provider_session(self, session_id: str) -> ProviderSession | None:
+        key = f"session:{_digest(session_id)}"
+        data = self._open(key, await self.kv.get(key))
+        return None if data is None else ProviderSession(**data)
+
+    async def save_provider_session(self, session_id: str, session: ProviderSession) -> None:
+        """Kept until the session ends (`ends_at`)."""
+        key = f"session:{_digest(session_id)}"
+        await self.kv.put(key, self._seal(key, asdict(session)), max(session.ends_at - time.time(), 1))
+
+    async def forget_provider_session(self, session_id: str) -> None:
+        await self.kv.delete(f"session:{_digest(session_id)}")

@@ -39,6 +39,15 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
+class ToolStatus:
+    """What a tool call that works on says it is doing now (a downstream MCP task's status message)."""
+
+    call_id: str
+    text: str
+    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class ElicitationRequested:
     elicitation: Elicitation
     frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -70,6 +79,7 @@ StreamEvent = (
     | StepStarted
     | TextDelta
     | ToolCall
+    | ToolStatus
     | ToolCallFinished
     | ElicitationRequested
     | ElicitationResolved
@@ -78,7 +88,7 @@ StreamEvent = (
 )
 
 
-Framed = ToolCallFinished | ElicitationRequested | ElicitationResolved
+Framed = ToolStatus | ToolCallFinished | ElicitationRequested | ElicitationResolved
 """The events whose frames depend on the event alone (no reader's state), so readers share them."""
 
 
@@ -153,6 +163,8 @@ def to_json(event: StreamEvent) -> JsonObject:
         return {"type": "text", "text": event.text}
     if isinstance(event, ToolCall):
         return {"type": "tool-started", "callId": event.call_id, "name": event.name, "arguments": event.arguments}
+    if isinstance(event, ToolStatus):
+        return {"type": "tool-status", "callId": event.call_id, "text": event.text}
     if isinstance(event, ToolCallFinished):
         return {
             "type": "tool-finished",
@@ -201,6 +213,8 @@ def from_json(data: JsonObject) -> StreamEvent | None:
         return TextDelta(data["text"])
     if kind == "tool-started":
         return ToolCall(data["callId"], data["name"], data["arguments"])
+    if kind == "tool-status":
+        return ToolStatus(data["callId"], data["text"])
     if kind == "tool-finished":
         return ToolCallFinished(data["callId"], data["name"], data["text"], data["isError"])
     if kind == "elicitation-requested":

@@ -153,10 +153,10 @@ class KeyValueStore(Protocol):
     """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key. Apart
     from those, lists of entries by key, each entry with its own lifetime, that many writers add to at once.
 
-    Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, sealed before they
-    get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks (`mcp-task:`, and
-    each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool listings
-    (`tools:`) and the groups of people signed in to the widget (`signed-in-groups:`).
+    Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, `session:`, sealed
+    before they get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks
+    (`mcp-task:`, and each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool
+    listings (`tools:`) and the groups of people signed in to the widget (`signed-in-groups:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...

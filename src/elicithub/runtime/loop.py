@@ -18,6 +18,7 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
+    ToolStatus,
 )
 from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import ConversationRecord, Message, Pause, RunRecord, ToolCall, conversation_key, next_status
@@ -26,7 +27,7 @@ from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
-from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
+from elicithub.runtime.tools import CallContext, Progress, ToolOutcome, Tools
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class Showing:
     active: Callable[[], Awaitable[bool]]
     parking: Spot | None = None
 
-    def context(self, record: RunRecord, asker: Asker | None) -> CallContext:
+    def context(self, record: RunRecord, asker: Asker | None, progress: Progress | None = None) -> CallContext:
         """A call's context: the run's person, its questions shown here."""
         return CallContext(
             record.conversation_id,
@@ -58,6 +59,7 @@ class Showing:
             record.run_id,
             record.surface,
             frozenset(record.modes),
+            progress,
         )
 
 
@@ -256,8 +258,9 @@ class Runner:
             if call.error is not None:
                 outcome = ToolOutcome(call.error, is_error=True)  # the model is told why, and may call again
             else:
+                context = showing.context(record, asker, partial(_progress, emit, call.call_id))
                 with telemetry.tool_call(call.name) as span:
-                    outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
+                    outcome = await self.tools.call(call.name, call.arguments, context)
                     span.note("is_error", outcome.is_error, failed=outcome.is_error)
             await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error))
             messages.append(
@@ -315,6 +318,10 @@ class Runner:
         # in the same turn, the end could go in a write of its own that reaches the store first: a batching client's
         # writes in flight at once may be applied in either order, e.g. while one of them waits for a new connection.)
         await end()
+
+
+async def _progress(emit: Emit, call_id: str, text: str) -> None:
+    await emit(ToolStatus(call_id, text))
 
 
 def last_words(messages: list[Message]) -> str:

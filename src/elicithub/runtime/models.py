@@ -93,8 +93,14 @@ def callable_name(name: str, tools: list[ToolSpec]) -> bool:
     return any(t.name == name or (t.stands_in and t.name == f"{prefix}.connect") for t in tools)
 
 
+def _summary(description: str) -> str:
+    """A tool description's first line: further lines (an A2A agent's skills, a docstring's details) are for the
+    model, and in a listing would read as more tools."""
+    return description.strip().split("\n", 1)[0]
+
+
 def _help(tools: list[ToolSpec]) -> str:
-    listing = "\n".join(f"- {t.name}: {t.description}" for t in tools) or "- (no tools are configured)"
+    listing = "\n".join(f"- {t.name}: {_summary(t.description)}" for t in tools) or "- (no tools are configured)"
     help_ = f"Call a tool with: /call SERVER.TOOL {{json arguments}}\nAvailable tools:\n{listing}"
     unknown = [t.name.partition(".")[0] for t in tools if t.stands_in]
     if unknown:

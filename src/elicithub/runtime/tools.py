@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -10,6 +11,10 @@ from elicithub.runtime.models import ToolSpec
 
 if TYPE_CHECKING:
     from elicithub.runtime.asker import Asker
+
+
+Progress = Callable[[str], Awaitable[None]]
+"""Shows what a call is doing now on its run's stream."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class CallContext:
     """Where the person is (chat, mcp, a2a, slack): what a tool that cannot ask them tells them depends on it."""
     modes: frozenset[str] = frozenset({"form", "url"})
     """The kinds of question their client can show (an MCP client declares them)."""
+    progress: Progress | None = None
+    """Where a call that works on says what it is doing (a downstream task's status message); None when listing."""
 
     @property
     def calling_run(self) -> str:

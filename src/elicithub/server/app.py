@@ -21,13 +21,14 @@ from starlette.types import Receive, Scope, Send
 from elicithub import __version__
 from elicithub.config import Config
 from elicithub.errors import HubError
-from elicithub.server import routes, web
+from elicithub.server import web
 from elicithub.server.bodies import field_name
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
 from elicithub.server.observed import Observed
 from elicithub.server.probes import probes
 from elicithub.server.replies import http_error, hub_error
+from elicithub.server.routes import hub_routes
 from elicithub.server.wire import Wire
 
 log = logging.getLogger(__name__)
@@ -126,9 +127,8 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.wire = Wire(hub)
-    app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
-    app.include_router(routes.router)
+    app.include_router(hub_routes(hub))
     app.include_router(probes(hub))
     for surface in hub.surfaces:
         app.router.routes.extend(surface.routes)
@@ -137,7 +137,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.include_router(hub.sign_in_pages.router)
     app.include_router(hub.provider_sign_in.router)
     redact_access_log()
-    app.include_router(web.router)
+    app.include_router(web.widget_routes(hub))
     app.mount(web.STATIC_PATH, web.static_files(), name="static")
     app.observed = Observed(hub.metrics, app.router.routes)
 

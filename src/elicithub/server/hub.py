@@ -9,6 +9,7 @@ import os
 import socket
 import time
 from datetime import timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,9 +20,10 @@ from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.oidc import OidcVerifier
 from elicithub.auth.pages import SignInPages
+from elicithub.auth.sessions import ProviderSessions, widget_client
 from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
-from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
+from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
@@ -35,7 +37,7 @@ from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
 from elicithub.server.admins import Admins
-from elicithub.server.identity import SESSION_MAX_AGE_S, Identity
+from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
@@ -130,9 +132,28 @@ class Hub:
             os.environ.get(oidc.client_secret_env) if oidc is not None and oidc.client_secret_env else None
         )
         """The widget's client secret at the provider (None: a public client)."""
-        self.identity = Identity(config.users, self.keys.derive("session"), config.public_url, self.resource, self.oidc)
+        self.provider_sessions = (
+            ProviderSessions(
+                self.vault,
+                self.oidc,
+                partial(widget_client, oidc, config.public_url, self.oidc_client_secret),
+                oidc.session_s,
+            )
+            if oidc is not None and self.oidc is not None
+            else None
+        )
+        """The widget sessions of people signed in at the provider."""
+        self.identity = Identity(
+            config.users,
+            self.keys.derive("session"),
+            config.public_url,
+            self.resource,
+            self.oidc,
+            self.provider_sessions,
+            oidc.session_s if oidc is not None else SESSION_S,
+        )
         # Kept as long as the sessions their sign-ins start.
-        self.signed_in_groups = SignedInGroups(self.backend.kv, SESSION_MAX_AGE_S)
+        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
         self.provider_sign_in = ProviderSignIn(
             config.public_url,
             oidc,

@@ -1,20 +1,22 @@
 """Who is asking: a bearer token (a configured user's, or a JWT from the OpenID provider), else the widget's signed
-session cookie, else anonymous."""
+session cookie (held as long as the provider's session, for a person signed in there), else anonymous."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from elicithub.auth.oidc import OidcVerifier
-from elicithub.config import UserConfig
+from elicithub.auth.oidc import OidcVerifier, Person
+from elicithub.auth.sessions import ProviderSessions, Session
+from elicithub.config import SESSION_S, UserConfig
 from elicithub.server.resource_metadata import ProtectedResource
 
 SESSION_COOKIE = "elicithub_session"
-SESSION_MAX_AGE_S = 30 * 24 * 3600
 ANONYMOUS_COOKIE = "elicithub_anonymous"
 """An anonymous caller's own secret; the conversations the hub issues them are bound to it."""
 
@@ -35,12 +37,18 @@ class Identity:
         public_url: str,
         resource: ProtectedResource,
         oidc: OidcVerifier | None = None,
+        provider_sessions: ProviderSessions | None = None,
+        session_s: int = SESSION_S,
     ) -> None:
+        """`provider_sessions`: those of people signed in at the identity provider; `session_s`: how long any
+        session lasts at most."""
         self._users = {_digest(u.token): u.id for u in users}
         self._sessions = URLSafeTimedSerializer(session_key, salt="elicithub-session")
         self._public_host = urlsplit(public_url).netloc
         self.resource = resource
         self.oidc = oidc
+        self.provider_sessions = provider_sessions
+        self.session_s = session_s
 
     def user_for(self, token: str) -> str | None:
         return self._static_user(token) or (self.oidc.user(token) if self.oidc is not None else None)
@@ -58,44 +66,73 @@ class Identity:
         return self._users.get(_digest(token))
 
     def session_token(self, user_id: str) -> str:
-        """The signed value of the session cookie that makes a browser `user_id`."""
+        """The signed value of the session cookie that makes a browser `user_id` (the demo's dev user)."""
         return self._sessions.dumps(user_id)
 
     def start_session(self, response: Response, user_id: str, *, secure: bool) -> None:
         """Make the browser `user_id`: an HTTP-only cookie, so the page itself never holds a credential."""
+        self._set_cookie(response, self.session_token(user_id), secure)
+
+    async def start_provider_session(
+        self, response: Response, person: Person, token: Mapping[str, Any], *, secure: bool
+    ) -> None:
+        """Make the browser the person the provider has just signed in, for as long as the provider's session lasts
+        (the cookie names the session; the provider's tokens stay with the hub)."""
+        assert self.provider_sessions is not None  # the hub has them whenever it has a provider to sign in with
+        session_id = await self.provider_sessions.start(person, token)
+        self._set_cookie(response, self._sessions.dumps({"session": session_id}), secure)
+
+    def _set_cookie(self, response: Response, value: str, secure: bool) -> None:
         response.set_cookie(
-            SESSION_COOKIE,
-            self.session_token(user_id),
-            max_age=SESSION_MAX_AGE_S,
-            path="/",
-            httponly=True,
-            samesite="lax",
-            secure=secure,
+            SESSION_COOKIE, value, max_age=self.session_s, path="/", httponly=True, samesite="lax", secure=secure
         )
 
-    def end_session(self, response: Response) -> None:
+    async def end_session(self, request: Request, response: Response) -> None:
+        session_id = self._provider_session_id(self._cookie(request))
+        if session_id is not None and self.provider_sessions is not None:
+            await self.provider_sessions.end(session_id)
         response.delete_cookie(SESSION_COOKIE, path="/")
 
-    def session_user(self, request: Request) -> str | None:
-        """The user of a valid session cookie; a missing, stale or forged one is simply no user."""
+    async def session(self, request: Request) -> Session | None:
+        """Who a valid session cookie signs in; a missing, stale or forged one, or one whose provider session ended,
+        is no one. Raises `IdentityUnavailable` when the provider's session cannot be checked."""
+        value = self._cookie(request)
+        if isinstance(value, str) and value:
+            return Session(value)
+        session_id = self._provider_session_id(value)
+        if session_id is None or self.provider_sessions is None:
+            return None
+        found = await self.provider_sessions.current(session_id)
+        return None if found is None else Session(found.user_id, found.name)
+
+    def _cookie(self, request: Request) -> Any:
+        """What the request's session cookie says, if it is the hub's and not older than a session lasts."""
         token = request.cookies.get(SESSION_COOKIE)
         if not token or self._cross_origin_write(request):
             return None
         try:
-            user = self._sessions.loads(token, max_age=SESSION_MAX_AGE_S)
+            return self._sessions.loads(token, max_age=self.session_s)
         except BadSignature:
             return None
-        return user if isinstance(user, str) and user else None
 
-    def __call__(self, request: Request) -> str | None:
+    @staticmethod
+    def _provider_session_id(value: Any) -> str | None:
+        session_id = value.get("session") if isinstance(value, dict) else None
+        return session_id if isinstance(session_id, str) and session_id else None
+
+    async def session_user(self, request: Request) -> str | None:
+        session = await self.session(request)
+        return None if session is None else session.user_id
+
+    async def __call__(self, request: Request) -> str | None:
         """The caller, with the provider's keys as last fetched (for pages that a browser opens)."""
         token = self._bearer(request)
-        return self.session_user(request) if token is None else self._known(self.user_for(token))
+        return await self.session_user(request) if token is None else self._known(self.user_for(token))
 
     async def of(self, request: Request) -> str | None:
         """The caller of an API request; a JWT may fetch the provider's keys first."""
         token = self._bearer(request)
-        return self.session_user(request) if token is None else self._known(await self.authenticate(token))
+        return await self.session_user(request) if token is None else self._known(await self.authenticate(token))
 
     def _bearer(self, request: Request) -> str | None:
         """The request's bearer token, None without an Authorization header; any other scheme is refused."""

@@ -1,13 +1,12 @@
-"""HTTP routes FastAPI serves: health, reading a conversation's stream again, and the dependencies other pages use.
-The chat and answer endpoints are served ahead of FastAPI (server/wire.py) and documented here."""
+"""HTTP routes FastAPI serves: health, and reading a conversation's stream again. The chat and answer endpoints are
+served ahead of FastAPI (server/wire.py) and documented here."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, Request, Response
+from fastapi import APIRouter, Header, Path, Request, Response
 
-from elicithub.runtime.conversations import Caller
 from elicithub.server import openapi
 from elicithub.server.bodies import ID
 from elicithub.server.hub import Hub
@@ -17,42 +16,10 @@ from elicithub.server.wire import caller_of
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 
-router = APIRouter()
-
-
-async def get_hub(request: Request) -> Hub:
-    hub: Hub = request.app.state.hub
-    return hub
-
-
-async def current_user(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> str | None:
-    return await hub.identity.of(request)
-
-
-async def current_caller(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Caller:
-    return await caller_of(hub, request)
-
-
-HubDep = Annotated[Hub, Depends(get_hub)]
-UserDep = Annotated[str | None, Depends(current_user)]
-CallerDep = Annotated[Caller, Depends(current_caller)]
-
 ConversationIdPath = Annotated[str, Path(description="The conversation.", json_schema_extra=ID)]
-
-
-@router.get("/healthz")
-async def healthz(hub: HubDep) -> dict[str, Any]:
-    return {
-        "status": "ok",
-        "instance": hub.instance,
-        "pendingElicitations": hub.broker.pending_here(),
-        "openStreams": hub.conversations.readers("chat"),
-        "reattachedStreams": hub.conversations.readers("reattached"),
-        "runs": hub.conversations.running(),
-    }
-
-
-router.include_router(openapi.wire_routes)
+LastEventId = Annotated[
+    str | None, Header(description="`RUN:SEQ` of the last event read; any other value reads from the start.")
+]
 
 _REATTACH: dict[str, Any] = {
     "response_class": EventStream,
@@ -63,23 +30,40 @@ _REATTACH: dict[str, Any] = {
 }
 
 
-@router.get("/run/api/conversations/{conversation_id}/stream", **_REATTACH)
-@router.get("/run/api/chat/{conversation_id}/stream", **_REATTACH)
-async def reattach(
-    conversation_id: ConversationIdPath,
-    hub: HubDep,
-    caller: CallerDep,
-    last_event_id: Annotated[
-        str | None, Header(description="`RUN:SEQ` of the last event read; any other value reads from the start.")
-    ] = None,
-) -> Response:
-    """Read a run again (UI message stream): after `Last-Event-ID` the rest of the run it names, through its
-    end even when that came meanwhile; else the active run from its start; 204 when neither has anything."""
-    resume = parse_event_id(last_event_id)
-    followed = await hub.conversations.reattach(caller, conversation_id, resume)
-    if followed is None:
-        return Response(status_code=204)
-    headers = {**UI_HEADERS, "x-conversation-id": conversation_id}
-    writer = UIMessageStreamWriter(followed.run_id)
-    keepalive = hub.config.streams.keepalive_s
-    return sse(writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, streams=hub.streams)
+def hub_routes(hub: Hub) -> APIRouter:
+    """The routes of `hub`, handed to them here: the app that serves them holds nothing for them."""
+    router = APIRouter()
+
+    @router.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "instance": hub.instance,
+            "pendingElicitations": hub.broker.pending_here(),
+            "openStreams": hub.conversations.readers("chat"),
+            "reattachedStreams": hub.conversations.readers("reattached"),
+            "runs": hub.conversations.running(),
+        }
+
+    router.include_router(openapi.wire_routes)
+
+    @router.get("/run/api/conversations/{conversation_id}/stream", **_REATTACH)
+    @router.get("/run/api/chat/{conversation_id}/stream", **_REATTACH)
+    async def reattach(
+        request: Request, conversation_id: ConversationIdPath, last_event_id: LastEventId = None
+    ) -> Response:
+        """Read a run again (UI message stream): after `Last-Event-ID` the rest of the run it names, through its
+        end even when that came meanwhile; else the active run from its start; 204 when neither has anything."""
+        caller = await caller_of(hub, request)
+        resume = parse_event_id(last_event_id)
+        followed = await hub.conversations.reattach(caller, conversation_id, resume)
+        if followed is None:
+            return Response(status_code=204)
+        headers = {**UI_HEADERS, "x-conversation-id": conversation_id}
+        writer = UIMessageStreamWriter(followed.run_id)
+        keepalive = hub.config.streams.keepalive_s
+        return sse(
+            writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, streams=hub.streams
+        )
+
+    return router

@@ -9,44 +9,67 @@ from starlette.staticfiles import StaticFiles
 
 from elicithub.core.events import request_event
 from elicithub.core.runs import Message
+from elicithub.errors import IdentityUnavailable
+from elicithub.server.hub import Hub
 from elicithub.server.openapi import errors
-from elicithub.server.routes import CallerDep, ConversationIdPath, HubDep, UserDep
+from elicithub.server.routes import ConversationIdPath
+from elicithub.server.wire import caller_of
 from elicithub.surfaces.pages import WEB_DIR, page
 
 STATIC_PATH = "/static"
-
-router = APIRouter()
 
 
 def static_files() -> StaticFiles:
     return StaticFiles(directory=WEB_DIR)
 
 
-@router.get("/", include_in_schema=False)
-async def index(request: Request, hub: HubDep) -> Response:
-    response = page("index.html")
-    demo = hub.config.demo
-    if demo.enabled and "authorization" not in request.headers and hub.identity.session_user(request) is None:
-        secure = hub.config.public_url.startswith("https://") or request.url.scheme == "https"
-        hub.identity.start_session(response, demo.dev_user, secure=secure)
-    return response
+def widget_routes(hub: Hub) -> APIRouter:
+    """The page and the reads it makes, of `hub`."""
+    router = APIRouter()
+
+    @router.get("/", include_in_schema=False)
+    async def index(request: Request) -> Response:
+        response = page("index.html")
+        demo = hub.config.demo
+        if demo.enabled and "authorization" not in request.headers and not await _signed_in(hub, request):
+            secure = hub.config.public_url.startswith("https://") or request.url.scheme == "https"
+            hub.identity.start_session(response, demo.dev_user, secure=secure)
+        return response
+
+    @router.get("/run/api/me", responses=errors(401))
+    async def me(request: Request) -> dict[str, str | None]:
+        """Who the page is signed in as (`name`: as the provider names them); `signIn` when no one and the hub
+        signs people in at its identity provider."""
+        if "authorization" in request.headers:
+            return {"user": await hub.identity.of(request)}
+        session = await hub.identity.session(request)
+        if session is not None:
+            return {"user": session.user_id, **({"name": session.name} if session.name else {})}
+        oidc = hub.config.auth.oidc
+        sign_in = {"signIn": hub.config.public_url.rstrip("/") + "/auth/sign-in"} if oidc and oidc.client_id else {}
+        return {"user": None, **sign_in}
+
+    @router.get("/run/api/conversations/{conversation_id}", responses=errors(400, 401, 404, 422))
+    async def conversation(request: Request, conversation_id: ConversationIdPath) -> dict[str, Any]:
+        """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
+        caller = await caller_of(hub, request)
+        found = await hub.conversations.get(caller, conversation_id)
+        pending = await hub.conversations.pending(caller, conversation_id)
+        return {
+            "id": found.id,
+            "messages": [shown for m in found.messages if (shown := _shown(m)) is not None],
+            "pending": [request_event(e) for e in pending],
+        }
+
+    return router
 
 
-@router.get("/run/api/me", responses=errors(401))
-async def me(user: UserDep) -> dict[str, str | None]:
-    return {"user": user}
-
-
-@router.get("/run/api/conversations/{conversation_id}", responses=errors(400, 401, 404, 422))
-async def conversation(conversation_id: ConversationIdPath, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    """The transcript and the still-open questions, so a reloaded page can pick up where it was."""
-    found = await hub.conversations.get(caller, conversation_id)
-    pending = await hub.conversations.pending(caller, conversation_id)
-    return {
-        "id": found.id,
-        "messages": [shown for m in found.messages if (shown := _shown(m)) is not None],
-        "pending": [request_event(e) for e in pending],
-    }
+async def _signed_in(hub: Hub, request: Request) -> bool:
+    """Whether the browser has a session already (one the provider cannot confirm now is kept, not replaced)."""
+    try:
+        return await hub.identity.session(request) is not None
+    except IdentityUnavailable:
+        return True
 
 
 def _shown(message: Message) -> dict[str, str] | None:

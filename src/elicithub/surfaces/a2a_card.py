@@ -22,6 +22,7 @@ from a2a.types.a2a_pb2 import StringList
 from a2a.utils.errors import InvalidRequestError
 from starlette.requests import Request
 
+from elicithub import __version__
 from elicithub.runtime.conversations import Caller
 from elicithub.surfaces import user_of
 
@@ -77,7 +78,7 @@ def agent_card(public_url: str, agents: dict[str, str], issuer: str | None = Non
     return AgentCard(
         name="elicithub",
         description="The hub's assistant: it calls tools, and asks you when a tool needs your input or a sign-in.",
-        version="1.0.0",
+        version=__version__,
         supported_interfaces=[AgentInterface(url=f"{base}/a2a", protocol_binding="JSONRPC", protocol_version="1.0")],
         capabilities=AgentCapabilities(streaming=True),
         security_schemes=schemes,

@@ -13,6 +13,7 @@ from elicithub.core.events import (
     StreamEvent,
     TextDelta,
     ToolCallFinished,
+    ToolStatus,
     framed,
     request_event,
     resolved_event,
@@ -34,6 +35,12 @@ def _tool_output(event: ToolCallFinished) -> str:
         return _part({**failed, "dynamic": True})
     done = {"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text}
     return _part({**done, "dynamic": True})
+
+
+def _status(event: ToolStatus) -> str:
+    # One id per call: a client that keeps data parts by id (the AI SDK does) holds the latest status only.
+    data = {"toolCallId": event.call_id, "message": event.text}
+    return _part({"type": "data-tool-status", "id": f"{event.call_id}-status", "data": data})
 
 
 def _request(event: ElicitationRequested) -> str:
@@ -99,6 +106,8 @@ class UIMessageStreamWriter:
                 "dynamic": True,
             }
             return [*self._step(), *self._end_text(), _part(part)]
+        if isinstance(event, ToolStatus):
+            return [*self._step(), *self._end_text(), framed(event, "ui", lambda: _status(event))]
         if isinstance(event, ToolCallFinished):
             return [*self._step(), framed(event, "ui", lambda: _tool_output(event))]
         if isinstance(event, ElicitationRequested):

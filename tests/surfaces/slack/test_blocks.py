@@ -6,7 +6,16 @@ from typing import Any
 
 from elicithub.core.elicitation import Answer, Invalid, Resolve, State, decide, utcnow
 from elicithub.core.schema import FieldError, validate_requested_schema
-from elicithub.surfaces.slack.blocks import content_of, ended_message, form_view, modal_errors, question_message
+from elicithub.surfaces.slack.blocks import (
+    MODAL_BLOCKS,
+    OPEN_LINK,
+    content_of,
+    ended_message,
+    fits_modal,
+    form_view,
+    modal_errors,
+    question_message,
+)
 from tests.core_fixtures import question
 from tests.surfaces.slack.conftest import submission
 
@@ -111,3 +120,21 @@ def test_a_question_message_ends_without_buttons() -> None:
         assert label in text and all(b["type"] != "actions" for b in ended)
     assert "Answered" in ended_message("form", "Which region?", "accepted")[0]
     assert question(requested_schema=SCHEMA).state is State.PENDING
+
+
+def yes_or_no(count: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {f"q{i}": {"type": "boolean"} for i in range(count)}}
+
+
+def test_a_modal_holds_the_question_and_99_fields_at_most() -> None:
+    assert len(form_view("eli_1", "Which hold?", yes_or_no(99))["blocks"]) == MODAL_BLOCKS == 100
+    assert fits_modal(yes_or_no(99)) and not fits_modal(yes_or_no(100))
+
+
+def test_a_form_too_long_for_a_modal_links_the_widget_instead_of_answer() -> None:
+    url = "https://hub.example/?conversation=slack-T1-C1-1.2"
+    _, shown = question_message("eli_1", "form", "Which hold?", "UALICE", widget_url=url)
+    answer, decline, cancel = shown[-1]["elements"]
+    assert (answer["text"]["text"], answer["url"], answer["action_id"]) == ("Answer in the browser", url, OPEN_LINK)
+    assert (decline["action_id"], cancel["action_id"]) == ("elicithub.decline", "elicithub.cancel")
+    assert "more fields than Slack shows in one form" in shown[1]["elements"][0]["text"]

@@ -195,3 +195,26 @@ def test_a_delegated_agents_question_is_asked_and_answered_in_the_thread(
         assert reply[0].text == "Provisioned ledger in eu-west-1."
     finally:
         hub.stop()
+
+
+def test_a_form_with_more_fields_than_a_modal_holds_links_the_widget_on_its_conversation(
+    mrtr_slack_hub: SlackHub, standin: SlackStandIn
+) -> None:
+    hub = mrtr_slack_hub
+    thread = hub.say(ALICE, "/call mrtr.survey {}")
+    question = question_in(standin, thread)
+    link, decline, cancel = question.buttons()
+    conversation = conversation_for(TEAM, CHANNEL, thread)
+    assert (link["text"]["text"], link["url"]) == ("Answer in the browser", f"{hub.url}/?conversation={conversation}")
+    assert [decline["text"]["text"], cancel["text"]["text"]] == ["Decline", "Cancel"]
+    # The widget answers in the thread's conversation, as its hub user (alice) does anywhere.
+    with hub.client("alice") as alice:
+        [pending] = alice.get(f"/run/api/conversations/{conversation}").json()["pending"]
+        assert pending["message"] == "Which hold?" and len(pending["requestedSchema"]["properties"]) == 120
+        body = {"conversationId": conversation, "elicitationId": pending["elicitationId"], "action": "accept"}
+        answered = alice.post("/run/api/elicitation-responses", json={**body, "content": {"q007": True}})
+        assert answered.status_code == 200, answered.text
+    standin.wait(lambda: "Answered" in question.context() and not question.buttons())
+    [reply] = standin.wait(lambda: replies_after(standin, thread, question))
+    assert reply.text == "1 of 120 hold."
+    assert standin.views == []  # no modal was ever opened for it

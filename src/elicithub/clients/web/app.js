@@ -134,6 +134,9 @@ class Reply {
       case "tool-output-error":
         this.toolFinished(part.toolCallId, "failed", part.errorText);
         break;
+      case "data-tool-status":
+        this.toolProgress(String(data.toolCallId ?? part.id), String(data.message ?? ""));
+        break;
       case "error":
         this.append(h("p", { class: "error" }, String(part.errorText ?? "Something went wrong.")));
         break;
@@ -174,12 +177,24 @@ class Reply {
         h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, JSON.stringify(part.input ?? {}, null, 2))),
       ),
     );
-    this.tools.set(part.toolCallId, { node, status });
+    this.tools.set(part.toolCallId, { node, status, progress: null });
+  }
+
+  /** What a tool that works on (a downstream MCP task) says it is doing now; the latest replaces the one before. */
+  toolProgress(callId, message) {
+    const tool = this.tools.get(callId);
+    if (tool === undefined || !message) return;
+    if (tool.progress === null) {
+      tool.progress = h("p", { class: "tool-progress", role: "status" });
+      tool.node.children[0].after(tool.progress);
+    }
+    tool.progress.textContent = message;
   }
 
   toolFinished(callId, state, output) {
     const tool = this.tools.get(callId);
     if (tool === undefined) return;
+    tool.progress?.remove(); // it said what the tool was doing while it worked
     tool.status.textContent = state;
     tool.status.dataset.state = state;
     const text = typeof output === "string" ? output : JSON.stringify(output, null, 2);
@@ -337,11 +352,27 @@ async function readAgain(reply, conversation, signal) {
 async function showUser() {
   const who = document.getElementById("who");
   try {
-    const { user } = await (await fetch("run/api/me")).json();
-    who.textContent = user ? `Signed in as ${user}` : "Not signed in: tools cannot ask you anything.";
+    const response = await fetch("run/api/me");
+    if (!response.ok) {
+      who.textContent = (await refusal(response)).message; // the identity provider is out of reach, say
+      return;
+    }
+    const { user, name, signIn } = await response.json();
+    if (user) who.textContent = `Signed in as ${name ?? user}`;
+    else if (signIn) who.replaceChildren("Not signed in: ", h("a", { href: signIn }, "Sign in"));
+    else who.textContent = "Not signed in: tools cannot ask you anything.";
   } catch {
     who.textContent = "The hub cannot be reached.";
   }
+}
+
+/** The conversation a link opened the page on (`?conversation=ID`, as Slack links a form too long for it), else
+ * the one this browser had; the address is cleared so that a reload keeps the conversation shown then. */
+function conversationToOpen() {
+  const linked = new URLSearchParams(window.location.search).get("conversation");
+  if (linked === null) return localStorage.getItem(STORAGE_KEY);
+  window.history.replaceState(null, "", window.location.pathname);
+  return linked;
 }
 
 window.addEventListener("message", (event) => {
@@ -376,7 +407,7 @@ document.getElementById("new-conversation").addEventListener("click", () => {
 });
 
 showUser();
-const kept = localStorage.getItem(STORAGE_KEY);
+const kept = conversationToOpen();
 const restored = kept ? await load(kept).catch(() => null) : null;
 if (restored === null) startConversation();
 else reattach(showConversation(restored));

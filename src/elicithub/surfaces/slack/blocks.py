@@ -20,6 +20,9 @@ CONNECT = "elicithub.connect"
 OPEN_LINK = "elicithub.open"
 FORM = "elicithub.form"
 
+MODAL_BLOCKS = 100
+"""The most blocks Slack lets a modal have: a form's question takes one, each of its fields one more."""
+
 _ENDED = {
     "accepted": ":white_check_mark: {accepted}",
     "declined": ":no_entry_sign: Declined",
@@ -36,20 +39,26 @@ def _button(text: str, action_id: str, value: str, style: str | None = None) -> 
 
 
 def question_message(
-    elicitation_id: str, mode: str, message: str, slack_user: str, agents: list[str] | None = None
+    elicitation_id: str,
+    mode: str,
+    message: str,
+    slack_user: str,
+    agents: list[str] | None = None,
+    widget_url: str | None = None,
 ) -> tuple[str, list[Block]]:
     """The thread message of an open question. A sign-in shows no link here: the link reaches its person privately.
-    A delegated agent's question says which agents it came through (`agents`, outermost first)."""
+    A form with more fields than a modal holds is answered in the web widget, at `widget_url`. A delegated agent's
+    question says which agents it came through (`agents`, outermost first)."""
     if mode == "url":
         note = f"Only <@{slack_user}> can connect; the link was sent to them privately."
         buttons = [_button("Connect", CONNECT, elicitation_id, "primary"), _button("Decline", DECLINE, elicitation_id)]
     else:
         note = f"A question for <@{slack_user}>."
-        buttons = [
-            _button("Answer", ANSWER, elicitation_id, "primary"),
-            _button("Decline", DECLINE, elicitation_id),
-            _button("Cancel", CANCEL, elicitation_id),
-        ]
+        answer = _button("Answer", ANSWER, elicitation_id, "primary")
+        if widget_url is not None:
+            note = f"A question for <@{slack_user}>, with more fields than Slack shows in one form."
+            answer = {**_button("Answer in the browser", OPEN_LINK, "open", "primary"), "url": widget_url}
+        buttons = [answer, _button("Decline", DECLINE, elicitation_id), _button("Cancel", CANCEL, elicitation_id)]
     if agents and len(agents) > 1:
         note += f" (from {escape(' → '.join(agents))})"
     blocks: list[Block] = [
@@ -176,6 +185,11 @@ def _select(choices: Choices, multi: str = "") -> Block:
 
 def _number_text(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def fits_modal(schema: dict[str, Any]) -> bool:
+    """Whether a form's modal stays within Slack's limit on blocks."""
+    return 1 + len(_properties(schema)) <= MODAL_BLOCKS
 
 
 def form_view(elicitation_id: str, message: str, schema: dict[str, Any]) -> Block:

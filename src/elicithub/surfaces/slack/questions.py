@@ -50,8 +50,11 @@ class Questions:
             return
         path = elicitation.context.get("agentPath")
         agents = [str(a) for a in path] if isinstance(path, list) else None
+        widget = None
+        if elicitation.mode == "form" and not blocks.fits_modal(elicitation.requested_schema or {}):
+            widget = f"{self.public_url}/?{urlencode({'conversation': elicitation.conversation_id})}"
         text, shown = blocks.question_message(
-            elicitation.id, elicitation.mode, elicitation.message, thread.slack_user, agents
+            elicitation.id, elicitation.mode, elicitation.message, thread.slack_user, agents, widget
         )
         posted = await self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, text=text, blocks=shown

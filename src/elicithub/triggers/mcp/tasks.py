@@ -131,6 +131,7 @@ class TaskFollower:
         self.max_rounds = max_rounds
         self.sleep = sleep
         self.name = f"{question.server_id}.{question.tool}"
+        self._said: str | None = None  # the task's status message last shown to the person
 
     async def follow(self, progress: TaskProgress, resume: Pause | None = None) -> mt.CallToolResult:
         """The task's result; a tool error when it failed, was cancelled, or its server forgot it."""
@@ -170,6 +171,7 @@ class TaskFollower:
             if snapshot.status == "cancelled":
                 why = f": {snapshot.status_message}" if snapshot.status_message else "."
                 return error_result(f"Tool {self.name} was cancelled by its server{why}")
+            await self._show(snapshot.status_message)
             if snapshot.status == "input_required":
                 ended = await self._round(progress, snapshot)
                 if ended is not None:
@@ -244,6 +246,13 @@ class TaskFollower:
                 raise
             return error_result(f"Tool {self.name} did not finish: {exc.error.message}")
         return mt.CallToolResult.model_validate(raw.data())
+
+    async def _show(self, status_message: str | None) -> None:
+        """Show the person what the task says it is doing, each new status message once."""
+        show = self.question.context.progress
+        if status_message and status_message != self._said and show is not None:
+            self._said = status_message
+            await show(status_message)
 
     async def _get(self, progress: TaskProgress) -> TaskSnapshot:
         got = await self.session.send_request(GetTask(params=TaskParams(task_id=progress.task_id)), Anything)
