@@ -74,6 +74,11 @@ def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:
     return [{"id": "travel", "url": travel_url}]
 
 
+def service_ports(first: int) -> tuple[int, int, int, int]:
+    """The ports of the tracker, deploy, release and travel when they run as a service from port `first` on."""
+    return first, first + 1, first + 2, first + 3
+
+
 def demo_urls(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:
     """The MCP endpoint URLs the demo servers will have on these ports."""
     tracker, deploy, release = (base_url(host, port) for port in ports)
@@ -96,8 +101,11 @@ async def start_demo(
     release_port: int = 0,
     travel_port: int = 0,
     token_ttl: float = 3600.0,
+    public_host: str | None = None,
 ) -> AsyncIterator[Demo]:
-    """Serve the demo servers until the block exits; a port of 0 picks a free one."""
+    """Serve the demo servers until the block exits; a port of 0 picks a free one. `public_host` is the name others
+    reach them by (the tracker's OAuth issuer and the travel agent's card say it), when that is not `host`: a
+    service name when they listen on 0.0.0.0 in a container."""
     sockets: list[socket.socket] = []
     try:
         for port in (tracker_port, deploy_port, release_port, travel_port):
@@ -106,7 +114,7 @@ async def start_demo(
         for sock in sockets:
             sock.close()
         raise
-    bases = [base_url(host, sock.getsockname()[1]) for sock in sockets]
+    bases = [base_url(public_host or host, sock.getsockname()[1]) for sock in sockets]
     tracker = Tracker(bases[0], token_ttl=token_ttl)
     apps: list[ASGIApp] = [
         tracker.app,
