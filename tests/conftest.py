@@ -37,7 +37,7 @@ def free_port() -> int:
         return port
 
 
-def wait_for_port(port: int, timeout: float = 20.0) -> None:
+def wait_for_port(port: int, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

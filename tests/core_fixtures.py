@@ -70,11 +70,11 @@ def question(timeout_s: float = 60, *, at: datetime | None = None, **fields: Any
 class RedisServer:
     """A real redis-server on a free port of 127.0.0.1, started for the test session."""
 
-    def __init__(self, workdir: Path, *persistence: str) -> None:
+    def __init__(self, workdir: Path, *persistence: str, port: int | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed; the Redis tests need it (apt install redis-server)")
-        self.port = free_port()
+        self.port = port or free_port()
         settings = persistence or ("--save", "", "--appendonly", "no")
         command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(workdir), *settings]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)

@@ -88,8 +88,8 @@ def test_full_valid_file_is_read_completely(tmp_path: Path) -> None:
     assert tracker.oauth.client_secret_env == "TRACKER_SECRET"
     assert tracker.oauth.scopes == ["issues.read", "issues.write"]
 
-    assert config.server("tracker") is tracker
-    assert config.server("missing") is None
+    assert config.mcp_server("tracker") is tracker
+    assert config.mcp_server("missing") is None
 
 
 def test_memory_store_url_is_accepted() -> None:
@@ -315,3 +315,43 @@ def test_tasks_is_auto_unless_set_and_a_bad_value_names_its_key_path() -> None:
     with pytest.raises(ConfigError) as excinfo:
         parse_config({"mcp_servers": [{**server, "tasks": "sometimes"}]})
     assert "mcp_servers[0].tasks: must be one of auto, on, off" in str(excinfo.value)
+
+
+def test_strings_take_environment_variables_with_defaults() -> None:
+    environ = {"REDIS_HOST": "redis.internal", "TIMEOUT": "90", "EMPTY": ""}
+    data = {
+        "store": {"url": "redis://${REDIS_HOST}:${REDIS_PORT:-6379}/0"},
+        "elicitation": {"timeout_s": "${TIMEOUT}"},
+        "public_url": "https://${PUBLIC_HOST:-hub.example.test}",
+        "users": [{"id": "alice", "token": "${EMPTY:-alice-secret}"}, {"id": "bob", "token": "pa$$word-${TIMEOUT}"}],
+    }
+    config = parse_config(data, environ=environ)
+    assert config.store.url == "redis://redis.internal:6379/0"
+    assert config.elicitation.timeout_s == 90
+    assert config.public_url == "https://hub.example.test"
+    assert [u.token for u in config.users] == ["alice-secret", "pa$word-90"]
+
+
+def test_an_unset_variable_without_a_default_names_the_key_path_and_the_variable() -> None:
+    data = {"store": {"url": "postgresql://hub:${PG_PASSWORD}@db/hub"}, "mcp_servers": [server(url="${DEPLOY_URL}")]}
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config(data, environ={})
+    lines = str(excinfo.value).splitlines()
+    assert lines == [
+        "store.url: environment variable PG_PASSWORD is not set (write ${PG_PASSWORD:-...} for a default)",
+        "mcp_servers[0].url: environment variable DEPLOY_URL is not set (write ${DEPLOY_URL:-...} for a default)",
+    ]
+
+
+def test_an_interpolated_value_is_validated_like_a_written_one() -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({"server": {"drain_s": "${DRAIN}"}}, environ={"DRAIN": "-1"})
+    assert str(excinfo.value) == "server.drain_s: input should be greater than or equal to 0"
+
+
+def test_a_file_reads_the_process_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HUB_PUBLIC_URL", "https://hub.example.test")
+    config = load_config(write(tmp_path, "public_url: ${HUB_PUBLIC_URL}\nserver: {drain_s: 0}\n"))
+    assert config.public_url == "https://hub.example.test"
+    assert config.server.drain_s == 0
+    assert load_config(None).server.drain_s == 10

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
+import logging.config
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -35,6 +37,11 @@ class Loop(StrEnum):
     uvloop = "uvloop"
 
 
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 class Http(StrEnum):
     auto = "auto"
     h11 = "h11"
@@ -43,9 +50,12 @@ class Http(StrEnum):
 
 @app.command()
 def serve(
-    config: Annotated[Path | None, typer.Option("--config", help="YAML config; embedded defaults without it.")] = None,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8700,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", envvar="ELICITHUB_CONFIG", help="YAML config; embedded defaults without it."),
+    ] = None,
+    host: Annotated[str, typer.Option(envvar="ELICITHUB_HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="ELICITHUB_PORT", help="Port to listen on.")] = 8700,
     instance: Annotated[
         str | None,
         typer.Option(
@@ -59,14 +69,20 @@ def serve(
     http: Annotated[
         Http, typer.Option(help="HTTP parser: httptools when installed (the `fast` extra), else h11.")
     ] = Http.auto,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(envvar="ELICITHUB_LOG_FORMAT", help="Log lines as text, or as one JSON object per line."),
+    ] = LogFormat.text,
+    access_log: Annotated[bool, typer.Option(help="Log a line per HTTP request.")] = True,
 ) -> None:
-    """Run the hub."""
+    """Run the hub. On SIGTERM it turns not-ready, serves `server.drain_s` more seconds, ends its streams, exits 0."""
     import socket
 
     import uvicorn
 
     from elicithub.server.app import HubServer, create_app
     from elicithub.server.hub import Hub
+    from elicithub.server.logs import log_config
 
     for wanted, module in ((loop.value, "uvloop"), (http.value, "httptools")):
         if wanted == module and importlib.util.find_spec(module) is None:
@@ -75,32 +91,36 @@ def serve(
             )
             raise typer.Exit(2)
     loaded = _load(config)
+    logging.config.dictConfig(log_config(log_format.value))
+    say = logging.getLogger("elicithub.serve").info
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     address = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
     if "public_url" not in loaded.model_fields_set:
         # Links in url-mode questions point back at this hub: by default, where it listens.
         loaded = loaded.model_copy(update={"public_url": address})
     _check_store(loaded)
-    typer.echo(f"elicithub listening on {address}  (store {loaded.store.shown_url}, model {loaded.model.kind})")
+    say("elicithub listening on %s  (store %s, model %s)", address, loaded.store.shown_url, loaded.model.kind)
     if loaded.demo.enabled:
-        typer.echo(f"Open {address}/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).")
+        say("Open %s/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).", address)
     try:
         hub = Hub(loaded, instance=instance or f"{socket.gethostname()}:{port}")
     except HubError as exc:  # an unusable key or store: say so, without a traceback
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    # Open chat streams must not hold a shutdown: HubServer ends them at once, the grace period bounds the rest
-    # (their runs are on record and resume after a restart).
+    # Open chat streams must not hold a shutdown: HubServer ends them after the drain, the grace period bounds the
+    # rest (their runs are on record and resume on another hub or after a restart).
     served = uvicorn.Config(
         create_app(loaded, hub),
         host=host,
         port=port,
         log_level="info",
+        log_config=log_config(log_format.value),
+        access_log=access_log,
         timeout_graceful_shutdown=5,
         loop=loop.value,
         http=http.value,
     )
-    HubServer(served, hub).run()
+    HubServer(served, hub, drain_s=loaded.server.drain_s).run()
 
 
 @app.command("test")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,6 +79,12 @@ class StreamsConfig(_Strict):
 
 class LimitsConfig(_Strict):
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)  # larger request bodies get 413
+
+
+class ServerConfig(_Strict):
+    """How the process stops: on SIGTERM it turns not-ready, serves `drain_s` more seconds, then ends its streams."""
+
+    drain_s: float = Field(default=10, ge=0, le=3600)
 
 
 class ConversationsConfig(_Strict):
@@ -250,6 +258,7 @@ class Config(_Strict):
     streams: StreamsConfig = StreamsConfig()
     conversations: ConversationsConfig = ConversationsConfig()
     limits: LimitsConfig = LimitsConfig()
+    server: ServerConfig = ServerConfig()
     mcp_servers: list[McpServerConfig] = []
     a2a_agents: list[A2aAgentConfig] = []
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]
@@ -265,7 +274,7 @@ class Config(_Strict):
                 raise ValueError(f"{field}: duplicate id {', '.join(dupes)}")
         agents = [a.id for a in self.a2a_agents]
         # An agent's id is its tools' prefix, so it may name neither another agent nor an MCP server.
-        clashes = sorted({i for i in agents if agents.count(i) > 1 or self.server(i) is not None})
+        clashes = sorted({i for i in agents if agents.count(i) > 1 or self.mcp_server(i) is not None})
         if clashes:
             raise ValueError(f"a2a_agents: id {', '.join(clashes)} is already taken")
         tokens = [u.token for u in self.users]
@@ -309,12 +318,12 @@ class Config(_Strict):
         model name)."""
         return next((a for a in self.agents if a.id == agent_id), self.agents[0])
 
-    def server(self, server_id: str) -> McpServerConfig | None:
+    def mcp_server(self, server_id: str) -> McpServerConfig | None:
         return next((s for s in self.mcp_servers if s.id == server_id), None)
 
     def service(self, service_id: str) -> ServiceConfig | None:
         """The MCP server or A2A agent a sign-in is for."""
-        return self.server(service_id) or next((a for a in self.a2a_agents if a.id == service_id), None)
+        return self.mcp_server(service_id) or next((a for a in self.a2a_agents if a.id == service_id), None)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -339,11 +348,59 @@ def _message(error: Any) -> str:
     return message[0].lower() + message[1:] if message else message
 
 
-def parse_config(data: Any, source: str = "config") -> Config:
+_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+"""`${NAME}`, `${NAME:-default}` (the default also when NAME is empty, as in a shell), and `$$` for a literal `$`."""
+
+
+def interpolate(data: Any, environ: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
+    """The config with `${...}` in its strings replaced from `environ`; and one error per unset variable that has
+    no default, naming the key path and the variable."""
+    if isinstance(data, str):
+        missing: list[str] = []
+
+        def value(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name is None:
+                return "$"
+            found = environ.get(name)
+            if found:
+                return found
+            if default is not None:
+                return default
+            if found is None:
+                missing.append(
+                    f"{path or 'config'}: environment variable {name} is not set (write ${{{name}:-...}} for a default)"
+                )
+                return ""
+            return found
+
+        return _VARIABLE.sub(value, data), missing
+    if isinstance(data, dict):
+        out: dict[Any, Any] = {}
+        errors: list[str] = []
+        for key, item in data.items():
+            out[key], found = interpolate(item, environ, f"{path}.{key}" if path else str(key))
+            errors += found
+        return out, errors
+    if isinstance(data, list):
+        items, errors = [], []
+        for index, item in enumerate(data):
+            done, found = interpolate(item, environ, f"{path}[{index}]")
+            items.append(done)
+            errors += found
+        return items, errors
+    return data, []
+
+
+def parse_config(data: Any, source: str = "config", environ: Mapping[str, str] | None = None) -> Config:
+    """Validate a config read from YAML, its `${NAME}` strings taken from `environ` (default: the process's)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of keys")
+    data, unset = interpolate(data, os.environ if environ is None else environ)
+    if unset:
+        raise ConfigError("\n".join(unset))
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -80,6 +80,7 @@ class Expired(HubError):
 
     def __init__(self, elicitation_id: str) -> None:
         super().__init__(f"Elicitation {elicitation_id!r} has expired; the tool call was not completed.")
+        self.elicitation_id = elicitation_id
 
 
 class InvalidContent(HubError):

@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib.metadata import entry_points, version
 from typing import TYPE_CHECKING, Any
 
+from elicithub import logfields
+
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, TracerProvider
@@ -166,8 +168,15 @@ def enabled() -> bool:
     return _on is not None
 
 
-def run(record: RunRecord, resumed: bool) -> AbstractContextManager[Noted]:
-    """A span for a run (a delegated one is a child of its parent's tool call); note its outcome."""
+@contextmanager
+def run(record: RunRecord, resumed: bool) -> Iterator[Noted]:
+    """A span for a run (a delegated one is a child of its parent's tool call); note its outcome. Log lines written
+    meanwhile name the run and its conversation, telemetry on or off."""
+    with logfields.about(run_id=record.run_id, conversation_id=record.conversation_id), _run(record, resumed) as noted:
+        yield noted
+
+
+def _run(record: RunRecord, resumed: bool) -> AbstractContextManager[Noted]:
     if _on is None:
         return _IDLE
     attributes: dict[str, str | bool] = {
@@ -189,12 +198,26 @@ def tool_call(name: str) -> AbstractContextManager[Noted]:
     return _on.span("tool_call", {"tool_name": tool, "server_id": prefix})
 
 
-def questions(elicitations: Sequence[Elicitation]) -> AbstractContextManager[Ended | None]:
+@contextmanager
+def questions(elicitations: Sequence[Elicitation]) -> Iterator[Ended | None]:
     """A span per question from now until it ends, with the pending, outcome and wait-time metrics; the block
-    gets what to tell of each end (None when off)."""
+    gets what to tell of each end (None when off). Log lines written meanwhile name the questions."""
+    with logfields.about(elicitation_id=",".join(e.id for e in elicitations)), _questions(elicitations) as ended:
+        yield ended
+
+
+def _questions(elicitations: Sequence[Elicitation]) -> AbstractContextManager[Ended | None]:
     if _on is None or not elicitations:
         return _NOT_WATCHING
     return _on.questions(elicitations)
+
+
+def current_trace_id() -> str | None:
+    """The trace the current work belongs to, as 32 hex digits (for log lines); None when off or outside one."""
+    if _on is None:
+        return None
+    context = _on._trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else None
 
 
 def http_hooks() -> dict[str, list[Callable[[Any], Any]]]:

@@ -51,6 +51,12 @@ def test_a_run_keeps_its_tool_calls_in_the_stored_shape_of_earlier_versions() ->
     assert run.to_json()["tool_calls"] == [call]
 
 
+def test_a_call_whose_arguments_could_not_be_read_keeps_its_error_in_its_json_form() -> None:
+    refused = ToolCall("call_1", "mrtr.provision", {}, error="The arguments for mrtr.provision are not valid JSON.")
+    run = RunRecord("run_1", "chat-1", "alice", True, [], tool_calls=[refused])
+    assert RunRecord.from_json(run.to_json()).tool_calls == [refused]  # resumed, it is still not made
+
+
 def test_conversation_keys_are_scoped_to_users_and_cannot_collide() -> None:
     assert conversation_key("alice", "chat-1") != conversation_key("bob", "chat-1")
     assert conversation_key(None, "chat-1") != conversation_key("~", "chat-1")

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from mcp.server import Server, ServerRequestContext
+from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -34,21 +36,29 @@ def completion(message: dict[str, Any]) -> dict[str, Any]:
 
 
 class StandIn:
-    """Calls the one tool it is offered, then summarises the tool's result."""
+    """Calls the one tool it is offered, then summarises the tool's result; told that the arguments it wrote could
+    not be used, it calls again with `retry` (when set)."""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.arguments = '{"name": "orders"}'
+        self.retry: str | None = None
 
     async def handle(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.requests.append({"body": body, "auth": request.headers.get("authorization")})
         last = body["messages"][-1]
-        if last["role"] == "tool":
-            return JSONResponse(completion({"role": "assistant", "content": f"The tool said: {last['content']}"}))
         tool = body["tools"][0]["function"]["name"]
-        call = {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": self.arguments}}
-        return JSONResponse(completion({"role": "assistant", "content": None, "tool_calls": [call]}))
+        if last["role"] == "tool":
+            if self.retry is not None and last["content"].startswith("The arguments for "):
+                return JSONResponse(completion(calling(tool, "call_2", self.retry)))
+            return JSONResponse(completion({"role": "assistant", "content": f"The tool said: {last['content']}"}))
+        return JSONResponse(completion(calling(tool, "call_1", self.arguments)))
+
+
+def calling(tool: str, call_id: str, arguments: str) -> dict[str, Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 @pytest.fixture
@@ -95,17 +105,77 @@ def test_the_scripted_model_refuses_call_arguments_that_overflow(literal: str) -
 
 
 def test_arguments_a_model_writes_with_a_number_json_cannot_carry_never_reach_a_stream(
-    make_hub: HubFactory, standin: tuple[str, StandIn], legacy_server: Any
+    make_hub: HubFactory, standin: tuple[str, StandIn], recorder: Recorder
 ) -> None:
     url, state = standin
     state.arguments = '{"name": 1e999}'
     hub = make_hub(
         model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
-        mcp_servers=[{"id": "legacy", "url": legacy_server.url, "protocol": "legacy"}],
+        mcp_servers=[{"id": "rec", "url": recorder.url}],
     )
     stream = UIStream(hub.client(), ui_body("conv-model-inf", text_part("please provision")))
     parts = stream.rest()
     stream.close()
     [call] = [p for p in parts if p["type"] == "tool-input-available"]
-    assert call["input"] == {}  # taken as no arguments, like arguments that are not JSON
-    assert parts[-1]["type"] == "finish" and text_of(parts).startswith("The tool said: ")
+    assert call["input"] == {}  # shown without arguments, and not made
+    [failed] = [p for p in parts if p["type"] == "tool-output-error"]
+    assert failed["errorText"].startswith("The arguments for rec.provision hold a non-finite number")
+    assert parts[-1]["type"] == "finish" and text_of(parts) == f"The tool said: {failed['errorText']}"
+    assert recorder.calls == []
+
+
+class Recorder:
+    """A downstream MCP server (the SDK's low-level Server) whose one tool records the arguments of every call."""
+
+    def __init__(self, url: str, calls: list[dict[str, Any]]) -> None:
+        self.url = url
+        self.calls = calls
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    calls: list[dict[str, Any]] = []
+
+    async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        return ListToolsResult(tools=[Tool(name="provision", description="Provision a database.", input_schema=schema)])
+
+    async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult:
+        calls.append(dict(params.arguments or {}))
+        name = (params.arguments or {}).get("name")
+        return CallToolResult(content=[TextContent(type="text", text=f"Provisioned {name}.")])
+
+    server = Server("recorder", on_list_tools=list_tools, on_call_tool=call_tool)
+    with served(server.streamable_http_app()) as app:
+        yield Recorder(f"{app.url}/mcp", calls)
+
+
+@pytest.mark.parametrize(
+    ("written", "why"),
+    [('{"name": "orders",', "are not valid JSON"), ('["orders"]', "must be a JSON object")],
+    ids=["not-json", "not-an-object"],
+)
+def test_arguments_a_model_writes_that_are_not_a_json_object_are_its_tool_error_and_it_calls_again(
+    make_hub: HubFactory, standin: tuple[str, StandIn], recorder: Recorder, written: str, why: str
+) -> None:
+    url, state = standin
+    state.arguments, state.retry = written, '{"name": "orders"}'
+    hub = make_hub(
+        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
+        mcp_servers=[{"id": "rec", "url": recorder.url}],
+    )
+    stream = UIStream(hub.client(), ui_body(f"conv-model-{why[:3]}", text_part("please provision")))
+    parts = stream.rest()
+    stream.close()
+    assert recorder.calls == [{"name": "orders"}]  # never with no arguments, nor with what could not be read
+    # The model was told, as the broken call's result, why its arguments could not be used...
+    told = state.requests[1]["body"]["messages"][-1]
+    assert told["role"] == "tool" and told["tool_call_id"] == "call_1"
+    assert told["content"].startswith(f"The arguments for rec.provision {why}")
+    assert "The tool was not called" in told["content"]
+    # ...and the person's stream shows the call failing with that error, then the retry going through.
+    [failed] = [p for p in parts if p["type"] == "tool-output-error"]
+    assert (failed["toolCallId"], failed["errorText"]) == ("call_1", told["content"])
+    [done] = [p for p in parts if p["type"] == "tool-output-available"]
+    assert done["toolCallId"] == "call_2" and done["output"] == "Provisioned orders."
+    assert parts[-1]["type"] == "finish" and text_of(parts) == "The tool said: Provisioned orders."

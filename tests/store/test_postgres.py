@@ -256,6 +256,10 @@ HOT_PATH = [
     (kv.GET, ("k", 1.0)),
     (kv.TAKE, ("k", 1.0)),
     (kv.PURGE, (1.0, 2000)),
+    (kv.ADD_ENTRY, ("mcp-tasks:u1", 1, 2, "task_1")),
+    (kv.ENTRIES, ("mcp-tasks:u1", 1, 51)),
+    (kv.ENTRIES_BEFORE, ("mcp-tasks:u1", 1, 51, 3000, "task_3000")),
+    (kv.PURGE_ENTRIES, (1, 2000)),
 ]
 
 
@@ -310,6 +314,10 @@ async def test_every_hot_path_query_is_served_by_an_index(postgres_url: str) -> 
                 "INSERT INTO elicithub_kv SELECT 'k' || n, '\\x00', CASE WHEN n % 2 = 0 THEN n END "
                 "FROM generate_series(1, 5000) n"
             )
+            await connection.execute(
+                "INSERT INTO elicithub_kv_entries SELECT 'mcp-tasks:u' || (n % 100), n, 'task_' || n "
+                "FROM generate_series(1, 5000) n"
+            )
             await connection.execute("ANALYZE")
             await connection.execute("SET enable_seqscan = off")
             partial = {
@@ -319,5 +327,28 @@ async def test_every_hot_path_query_is_served_by_an_index(postgres_url: str) -> 
             for sql, args in HOT_PATH:  # EXPLAIN without ANALYZE runs nothing, so nothing is written
                 [plan] = json.loads(await connection.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *args))
                 assert unserved_scans(plan["Plan"], partial) == [], sql
+    finally:
+        await backend.close()
+
+
+async def test_expired_list_entries_are_purged_in_batches_from_every_list(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kv, "PURGE_EVERY", 2)
+    monkeypatch.setattr(kv, "PURGE_BATCH", 7)
+    backend = open_backend(postgres_url)
+    try:
+        await backend.open()
+        pool = await backend._db.pool()  # type: ignore[attr-defined]
+        await pool.execute(
+            "INSERT INTO elicithub_kv_entries SELECT 'mcp-tasks:u' || n, 1, 'task_' || n FROM generate_series(1, 20) n"
+        )
+        await backend.kv.add_entry("mcp-tasks:alice", "task_1", 60)
+        assert await pool.fetchval("SELECT count(*) FROM elicithub_kv_entries") == 21  # not yet
+        await backend.kv.add_entry("mcp-tasks:alice", "task_2", 60)
+        assert await pool.fetchval("SELECT count(*) FROM elicithub_kv_entries") == 22 - 7
+        for n in range(3, 9):
+            await backend.kv.add_entry("mcp-tasks:alice", f"task_{n}", 60)
+        assert await pool.fetchval("SELECT count(*) FROM elicithub_kv_entries WHERE expires_ms <= 1") == 0
     finally:
         await backend.close()

@@ -358,3 +358,19 @@ async def test_the_hub_running_a_run_listens_to_its_log_and_a_hub_announcing_an_
     finally:
         await running.close()
         await answering.close()
+
+
+async def test_a_list_of_entries_drops_its_expired_ones_as_it_grows_and_lives_as_long_as_its_longest(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    backend = open_backend(redis_url)
+    try:
+        await backend.kv.add_entry("mcp-tasks:alice", "task_long", 120)
+        await backend.kv.add_entry("mcp-tasks:alice", "task_over", -60)  # over already (a clock may step back)
+        await backend.kv.add_entry("mcp-tasks:alice", "task_short", 60)
+    finally:
+        await backend.close()
+    with redis_server.client() as client:
+        members = client.zrange("elicithub:entries:mcp-tasks:alice", 0, -1)
+        assert [member.split(":", 1)[1] for member in members] == ["task_short", "task_long"]
+        assert 60_000 < client.pttl("elicithub:entries:mcp-tasks:alice") <= 120_000

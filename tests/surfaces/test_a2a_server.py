@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import mcp_types as mt
 import pytest
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers import get_artifact_text, get_data_parts, get_message_text
@@ -25,10 +26,14 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
+from mcp.shared.exceptions import MCPError
 
+from elicithub.core.elicitation import State
 from tests.conftest import USERS, HubAddress, RunningHub
+from tests.surfaces.test_mcp_server import connected, retry
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
 RENAME = '/call mrtr.rename {"name": "orders"}'
@@ -303,3 +308,91 @@ def test_a_number_json_cannot_carry_is_a_parse_error_and_changes_nothing(hub: Ru
     assert raw_send(new)["error"]["code"] == -32700
     with hub.client() as chat:  # nothing ran
         assert chat.get("/run/api/conversations/ctx-non-finite").status_code == 404
+
+
+DEPLOY = '/call mrtr.deploy {"name": "web"}'
+"""Asks two questions in one round: `Which region?` and `Deploy web?`."""
+
+
+def answering(task: Task, *responses: dict[str, Any]) -> Message:
+    """One message on `task` with a data part `{"elicitationResponse": ...}` for each of `responses`."""
+    parts = [Part(data=ParseDict({"elicitationResponse": r}, Value())) for r in responses]
+    return Message(
+        role=Role.ROLE_USER, parts=parts, message_id=str(uuid.uuid4()), task_id=task.id, context_id=task.context_id
+    )
+
+
+def asked_by_message(task: Task) -> dict[str, str]:
+    """The task's questions: their elicitation id by their text."""
+    events = [d["elicitation"] for d in get_data_parts(list(task.status.message.parts))]
+    return {e["message"]: e["elicitationId"] for e in events}
+
+
+def pending(hub: HubAddress, conversation_id: str) -> list[str]:
+    with hub.client() as chat:
+        shown = chat.get(f"/run/api/conversations/{conversation_id}").json()
+    return sorted(e["elicitationId"] for e in shown["pending"])
+
+
+def test_answers_in_one_message_are_all_checked_before_any_is_taken(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(DEPLOY))
+            ids = asked_by_message(task)
+            region = {"elicitationId": ids["Which region?"], "action": "accept", "content": {"region": "eu-west-1"}}
+            bad = {"elicitationId": ids["Deploy web?"], "action": "accept", "content": {"confirm": "sure"}}
+            with pytest.raises(InvalidParamsError) as refused:
+                await send(client, answering(task, region, bad))
+            assert refused.value.data is not None
+            assert [f["field"] for f in refused.value.data["fields"]] == ["confirm"]
+            # The first answer, good as it was, was not taken either: both questions still wait.
+            assert pending(hub, task.context_id) == sorted(ids.values())
+            assert (await client.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
+            good = {**bad, "content": {"confirm": True}}
+            done = await task_of(client, answering(task, region, good))
+            assert [get_artifact_text(a) for a in done.artifacts] == ["Deployed web to eu-west-1."]
+
+    asyncio.run(go())
+
+
+def test_an_answer_to_an_expired_question_fails_its_message_alike_on_a2a_and_mcp(hub: RunningHub) -> None:
+    """Like the REST answer's 410: the request fails naming the expired question, and none of its answers is
+    taken (the question still open stays open, for a message or retry that answers it alone)."""
+
+    def expire(elicitation_id: str) -> None:
+        hub.on_loop(hub.hub.broker.end(elicitation_id, State.EXPIRED))  # what the broker does at its deadline
+
+    async def on_a2a() -> tuple[str, str, dict[str, Any] | None, list[str]]:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(DEPLOY))
+            ids = asked_by_message(task)
+            expire(ids["Deploy web?"])
+            region = {"elicitationId": ids["Which region?"], "action": "accept", "content": {"region": "eu-west-1"}}
+            confirm = {"elicitationId": ids["Deploy web?"], "action": "accept", "content": {"confirm": True}}
+            with pytest.raises(InvalidParamsError) as refused:  # JSON-RPC -32602
+                await send(client, answering(task, region, confirm))
+            assert (await client.get_task(GetTaskRequest(id=task.id))).status.state == INPUT
+            return ids["Deploy web?"], refused.value.message, refused.value.data, pending(hub, task.context_id)
+
+    async def on_mcp() -> tuple[str, str, dict[str, Any] | None, list[str]]:
+        async with connected(hub, "2026-07-28") as (client, _):
+            arguments = {"message": DEPLOY, "conversationId": "mcp-expired"}
+            first = await retry(client, arguments, None)
+            assert isinstance(first, mt.InputRequiredResult)
+            ids = {r.params.message: k for k, r in (first.input_requests or {}).items()}  # type: ignore[union-attr]
+            expire(ids["Deploy web?"])
+            region = mt.ElicitResult(action="accept", content={"region": "eu-west-1"})
+            both = {ids["Which region?"]: region, ids["Deploy web?"]: mt.ElicitResult(action="accept")}
+            with pytest.raises(MCPError) as refused:
+                await retry(client, arguments, first.request_state, both)
+            assert refused.value.error.code == mt.INVALID_PARAMS
+            left = pending(hub, "mcp-expired")
+            # Nothing was used up: the state still takes the answer to the question left open.
+            done = await retry(client, arguments, first.request_state, {ids["Which region?"]: region})
+            assert isinstance(done, mt.CallToolResult)
+            return ids["Deploy web?"], refused.value.error.message, refused.value.error.data, left
+
+    for expired, said, data, left in (asyncio.run(on_a2a()), asyncio.run(on_mcp())):
+        assert said == f"Elicitation {expired!r} has expired; the tool call was not completed."
+        assert data == {"code": "expired", "elicitationId": expired}
+        assert len(left) == 1 and expired not in left  # the other question of the message still waits

@@ -14,6 +14,8 @@ from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
+from elicithub.core.elicitation import State
+from elicithub.surfaces import mcp_tasks
 from elicithub.task_wire import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
 from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
 from elicithub.triggers.mcp.tasks import start_core_task
@@ -235,3 +237,87 @@ def test_a_cancelled_2025_task_ends_and_its_result_is_an_error(hub: RunningHub) 
 
     asyncio.run(go())
     assert pending(hub) == 0
+
+
+def store_url(request: Any, store: str) -> dict[str, Any]:
+    """The hub's `store` setting for each backend the suite has (SQLite: the hub's default)."""
+    if store == "sqlite":
+        return {}
+    return {"store": {"url": "memory://" if store == "memory" else request.getfixturevalue(f"{store}_url")}}
+
+
+async def listed(client: Client, cursor: str | None = None) -> dict[str, Any]:
+    request = mt.ListTasksRequest(params=mt.PaginatedRequestParams(cursor=cursor))
+    return (await client.session.send_request(request, Anything)).data()
+
+
+async def every_page(client: Client) -> list[list[str]]:
+    """The task ids of each `tasks/list` page, following `nextCursor` to the end."""
+    pages, cursor = [], None
+    while True:
+        page = await listed(client, cursor)
+        pages.append([t["taskId"] for t in page["tasks"]])
+        if (cursor := page.get("nextCursor")) is None:
+            return pages
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite", "redis", "postgres"])
+def test_tasks_created_at_once_are_all_listed_page_by_page_and_only_to_their_user(
+    make_hub: HubFactory, request: Any, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_tasks, "PAGE", 8)
+    hub = make_hub(**store_url(request, store))
+
+    async def go() -> None:
+        async with connected(hub, "legacy") as (alice, _), connected(hub, "legacy", user="bob") as (bob, _):
+            started = await asyncio.gather(
+                *(start_core_task(alice.session, "assistant", {"message": "hello"}) for _ in range(20)),
+                start_core_task(bob.session, "assistant", {"message": "hello"}),
+            )
+            *alices, bobs = [handle.task_id for handle in started]
+            pages = await every_page(alice)
+            assert [len(page) for page in pages] == [8, 8, 4]
+            assert sorted(task for page in pages for task in page) == sorted(alices)  # each once, none of bob's
+            assert await every_page(bob) == [[bobs]]
+            # Alice's cursor only says where her page ends: bob reading on from it reads his own tasks, if any.
+            second = (await listed(alice))["nextCursor"]
+            assert {t["taskId"] for t in (await listed(bob, second))["tasks"]} <= {bobs}
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    ["not a cursor", "", "eyJhIjogMX0=", "WzEsIDJd", "WyIxIiwgInRhc2tfMSJd", "Wy0xLCAidGFza18xIl0="],
+    ids=["text", "empty", "object", "numbers", "string-expiry", "negative"],
+)
+def test_a_tasks_list_cursor_the_hub_did_not_give_is_invalid_params(hub: RunningHub, cursor: str) -> None:
+    async def go() -> None:
+        async with connected(hub, "legacy") as (client, _):
+            with pytest.raises(MCPError, match="cursor") as refused:
+                await listed(client, cursor)
+            assert refused.value.error.code == mt.INVALID_PARAMS
+
+    asyncio.run(go())
+
+
+def test_an_update_answering_an_expired_question_fails_and_takes_nothing(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with tasks_client(hub) as (client, _):
+            handle = await start(client, '/call mrtr.deploy {"name": "web"}')
+            task = await get(client, handle.task_id)
+            ids = {r["params"]["message"]: k for k, r in task["inputRequests"].items()}
+            expired, region = ids["Deploy web?"], ids["Which region?"]
+            hub.on_loop(hub.hub.broker.end(expired, State.EXPIRED))  # what the broker does at its deadline
+            assert list((await get(client, handle.task_id))["inputRequests"]) == [region]
+            both = {region: EU, expired: {"action": "accept", "content": {"confirm": True}}}
+            with pytest.raises(MCPError) as refused:
+                await update(client, handle.task_id, both)
+            assert refused.value.error.code == mt.INVALID_PARAMS
+            assert refused.value.error.message.startswith(f"Elicitation {expired!r} has expired")
+            assert refused.value.error.data == {"code": "expired", "elicitationId": expired}
+            assert list((await get(client, handle.task_id))["inputRequests"]) == [region]  # nothing was taken
+            assert ack(await update(client, handle.task_id, {region: EU}))
+            assert (await until_ended(client, handle.task_id))["status"] == "completed"
+
+    asyncio.run(go())

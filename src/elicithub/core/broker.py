@@ -366,7 +366,13 @@ class Broker:
             await self._catch_up(elicitation.id)  # another move won: its notice may have come meanwhile
             return False
         outcome = state.outcome
-        log.info("elicitation %s %s", elicitation.id, outcome)
+        about = {"elicitation_id": elicitation.id, "run_id": elicitation.run_id}
+        log.info(
+            "elicitation %s %s",
+            elicitation.id,
+            outcome,
+            extra={**about, "conversation_id": elicitation.conversation_id},
+        )
         resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
         waiting = self._waiters.get(elicitation.id) or before
         if waiting is None:

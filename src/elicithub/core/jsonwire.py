@@ -18,7 +18,7 @@ through. Shapes the hub knows have types of their own."""
 class BadNumber(HubError, ValueError):
     """A number that JSON cannot carry (NaN, Infinity, a literal that overflows to infinity) or that is too long to
     read (an integer past Python's digit limit). Also a ValueError: `loads` stands in for `json.loads`, and a
-    caller may catch bad text and bad numbers alike as one (the OpenAI model adapter does)."""
+    caller may catch bad text and bad numbers alike as one."""
 
 
 def dumps(value: Any, *, compact: bool = True) -> str:

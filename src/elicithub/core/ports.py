@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.events import StreamEvent
@@ -84,7 +84,7 @@ class RunStore(Protocol):
         """Forget runs that finished before this time (unix seconds)."""
 
     async def heartbeat(self, owner: str, ttl_s: float) -> None:
-        """Say that `owner` (a hub instance) is alive for the next `ttl_s` seconds."""
+        """Say that `owner` (a hub instance) is alive for the next `ttl_s` seconds; 0: it is gone now."""
 
     async def alive(self, owner: str) -> bool:
         """Whether another hub instance still beats; its runs are taken over when it does not."""
@@ -133,12 +133,21 @@ class ConversationStore(Protocol):
         messages and event logs with them."""
 
 
+class Entry(NamedTuple):
+    """One entry of a list kept by `KeyValueStore.add_entry`; entries order by `expires_ms`, then `value`."""
+
+    expires_ms: int  # unix time in ms, by the clock of the hub that added it
+    value: str
+
+
 class KeyValueStore(Protocol):
-    """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key.
+    """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key. Apart
+    from those, lists of entries by key, each entry with its own lifetime, that many writers add to at once.
 
     Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, sealed before they
-    get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), Slack's records (`slack:`)
-    and user-scoped servers' tool listings (`tools:`).
+    get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks (`mcp-task:`, and
+    each user's list of them, `mcp-tasks:`), Slack's records (`slack:`) and user-scoped servers' tool listings
+    (`tools:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
@@ -149,6 +158,17 @@ class KeyValueStore(Protocol):
         """Read and delete in one step: of several takers of one key exactly one gets the value."""
 
     async def delete(self, key: str) -> None: ...
+
+    async def add_entry(self, key: str, value: str, ttl_s: float) -> None:
+        """Add `value` to the list under `key` (a key of lists, apart from `put`'s) for `ttl_s` from now, in one step:
+        of many adds at once, to one list or several, none is lost. An entry is gone once its lifetime is over
+        (expired entries are removed as the store goes on, never kept for good); adding an equal entry again keeps
+        one."""
+
+    async def entries(self, key: str, limit: int, before: Entry | None = None) -> list[Entry]:
+        """The list's entries not expired, latest first (by `expires_ms`, then `value`), at most `limit`; those after
+        `before` in that order, when given (the last entry of a page reads the next page, whether or not it is still
+        kept)."""
 
 
 class EventLog(Protocol):
@@ -206,6 +226,9 @@ class Backend(Protocol):
 
     @property
     def events(self) -> EventLog: ...
+
+    async def ready(self) -> str | None:
+        """None when the store answers and its schema is the one this hub knows; else why not (for `/readyz`)."""
 
     async def open(self) -> None:
         """Connect and check that this hub may use the store (its schema, its settings), before serving; raises

@@ -47,13 +47,16 @@ class ToolCall:
     call_id: str
     name: str
     arguments: JsonObject
+    error: str | None = None
+    """Why the arguments the model wrote could not be used: the call is never made, and this is its error."""
 
     def to_json(self) -> JsonObject:
-        return {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+        data = {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+        return data if self.error is None else {**data, "error": self.error}
 
     @classmethod
     def from_json(cls, data: JsonObject) -> ToolCall:
-        return cls(data["id"], data["name"], data["arguments"])
+        return cls(data["id"], data["name"], data["arguments"], data.get("error"))
 
 
 RunStatus = Literal["running", "paused", "finished"]

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
-from elicithub.core.elicitation import Answer, Elicitation, Invalid, Outcome, State, decide, new_id, utcnow
+from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
-from elicithub.errors import ConversationNotFound, ElicitationNotFound, HubError, InvalidContent
+from elicithub.errors import ConversationNotFound, ElicitationNotFound, Expired, HubError, InvalidContent
 from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.parking import Parked, Parking
@@ -211,11 +211,14 @@ class Conversations:
 
     async def check(self, caller: Caller, elicitation_id: str, answer: Answer) -> Elicitation:
         """Whether `answer` fits the caller's question, without taking it: the question, or InvalidContent with
-        one error per field (a client that sends several answers at once has all of them checked first)."""
+        one error per field, or Expired past its deadline (a client that sends several answers at once has all of
+        them checked first, and none taken if one fails)."""
         elicitation = await self.question(caller, elicitation_id)
         decision = decide(elicitation, answer, utcnow())
         if isinstance(decision, Invalid):
             raise InvalidContent(elicitation_id, decision.errors)
+        if isinstance(decision, Expire):
+            raise Expired(elicitation_id)
         return elicitation
 
     async def wait(self, caller: Caller, elicitation_id: str) -> Resolution:

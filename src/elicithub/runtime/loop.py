@@ -247,9 +247,12 @@ class Runner:
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume, resumable=True)
-            with telemetry.tool_call(call.name) as span:
-                outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
-                span.note("is_error", outcome.is_error, failed=outcome.is_error)
+            if call.error is not None:
+                outcome = ToolOutcome(call.error, is_error=True)  # the model is told why, and may call again
+            else:
+                with telemetry.tool_call(call.name) as span:
+                    outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
+                    span.note("is_error", outcome.is_error, failed=outcome.is_error)
             await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error))
             messages.append(
                 {"role": "tool", "tool_call_id": call.call_id, "content": outcome.text, "is_error": outcome.is_error}

@@ -12,6 +12,7 @@ from elicithub.config import ModelConfig
 from elicithub.core import jsonwire
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import Message, ToolCall
+from elicithub.errors import HubError
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,30 @@ class ScriptedModel:
         if not callable_name(name, tools):
             return ModelTurn(text=f"There is no tool {name}. {_help(tools)}")
         try:
-            arguments = jsonwire.loads(raw)
-        except jsonwire.BadNumber as exc:
-            return ModelTurn(text=f"The arguments for {name} hold a non-finite number ({exc}); use a finite number.")
-        except json.JSONDecodeError as exc:
-            return ModelTurn(text=f"The arguments for {name} are not valid JSON ({exc.msg}).")
-        if not isinstance(arguments, dict):
-            return ModelTurn(text=f"The arguments for {name} must be a JSON object.")
+            arguments = _read_arguments(name, raw)
+        except _Unreadable as exc:
+            return ModelTurn(text=str(exc))
         self._calls += 1
         return ModelTurn(tool_calls=[ToolCall(f"call_{self._calls}", name, arguments)])
+
+
+class _Unreadable(HubError):
+    """A tool call's arguments, as a model wrote them, are not a JSON object the hub can use; the message says why,
+    in words the model (or the person typing to the scripted one) can act on."""
+
+
+def _read_arguments(name: str, text: str) -> JsonObject:
+    """The arguments of a call to tool `name` from the JSON text a model wrote; raises _Unreadable."""
+    try:
+        arguments = jsonwire.loads(text)
+    except jsonwire.BadNumber as exc:
+        raise _Unreadable(f"The arguments for {name} hold a non-finite number ({exc}); use a finite number.") from None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise _Unreadable(f"The arguments for {name} are not valid JSON ({exc.msg} at {where}).") from None
+    if not isinstance(arguments, dict):
+        raise _Unreadable(f"The arguments for {name} must be a JSON object.")
+    return arguments
 
 
 def callable_name(name: str, tools: list[ToolSpec]) -> bool:
@@ -116,13 +132,15 @@ class OpenAIModel:
             function = getattr(call, "function", None)
             if function is None:
                 continue
-            try:
-                arguments = jsonwire.loads(function.arguments or "{}")
-            except ValueError:  # not JSON, or a number no stream could carry: the call gets no arguments
-                arguments = {}
             # A name not offered may be a tool of a server whose tools a sign-in shows (SERVER__TOOL).
             name = by_wire.get(function.name, function.name.replace("__", ".", 1))
-            calls.append(ToolCall(call.id, name, arguments))
+            try:
+                calls.append(ToolCall(call.id, name, _read_arguments(name, function.arguments or "{}")))
+            except _Unreadable as exc:
+                # Never made with arguments it was not given: the model is told why, as the call's error, and may
+                # call again. Shown (and echoed back to the model) with none: not every OpenAI-compatible server
+                # takes back arguments that are not JSON.
+                calls.append(ToolCall(call.id, name, {}, error=f"{exc} The tool was not called; call it again."))
         return ModelTurn(text=message.content, tool_calls=calls)
 
 

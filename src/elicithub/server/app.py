@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import FrameType
@@ -23,8 +24,11 @@ from elicithub.server import routes, web
 from elicithub.server.bodies import field_name
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
+from elicithub.server.probes import probes
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.wire import Wire
+
+log = logging.getLogger(__name__)
 
 
 class _RedactQuery(logging.Filter):
@@ -59,17 +63,37 @@ class HubApp(FastAPI):
 
 
 class HubServer(uvicorn.Server):
-    """uvicorn's server, which ends the hub's open chat streams as soon as it is told to stop: their runs are on
-    record and their readers reattach, so nothing is gained by holding them for the grace period."""
+    """uvicorn's server, with a drain: on SIGTERM the hub turns not-ready at once and serves `drain_s` more seconds
+    (a load balancer stops sending it traffic meanwhile); then it ends its open chat streams (their runs are on
+    record, their readers reattach elsewhere with `Last-Event-ID`), writes what it holds and exits 0. A second
+    SIGTERM, or SIGINT, stops it at once."""
 
-    def __init__(self, config: uvicorn.Config, hub: Hub) -> None:
+    def __init__(self, config: uvicorn.Config, hub: Hub, drain_s: float = 0) -> None:
         super().__init__(config)
         self._hub = hub
+        self._drain_s = drain_s
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        with contextlib.suppress(RuntimeError):  # no loop runs yet: there is no stream to end
-            asyncio.get_running_loop().call_soon(self._hub.streams.end_all)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs yet: nothing to drain or end
+            super().handle_exit(sig, frame)
+            return
+        if sig == signal.SIGTERM and not self._hub.draining and self._drain_s > 0 and not self.should_exit:
+            self._hub.draining = True
+            log.info("SIGTERM: not ready; serving for %g s more, then stopping", self._drain_s)
+            loop.call_later(self._drain_s, self._stop)
+            return
+        if sig == signal.SIGTERM:
+            self._stop()  # uvicorn would raise SIGTERM again after its shutdown: the exit status would not be 0
+            return
+        loop.call_soon(self._hub.streams.end_all)
         super().handle_exit(sig, frame)
+
+    def _stop(self) -> None:
+        self._hub.draining = True
+        self._hub.streams.end_all()
+        self.should_exit = True
 
 
 def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
@@ -91,6 +115,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     app.include_router(routes.router)
+    app.include_router(probes(hub))
     for surface in hub.surfaces:
         app.router.routes.extend(surface.routes)
     app.router.routes.extend(hub.resource.routes)

@@ -171,6 +171,8 @@ class Hub:
         self.surfaces: list[Surface] = [self.mcp, self.a2a, *([self.slack] if self.slack is not None else [])]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
+        self.draining = False
+        """Told to stop (SIGTERM): not ready for new traffic, still serving what comes for `server.drain_s`."""
 
     def _with_demo(self, config: Config) -> Config:
         """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents, whose
@@ -221,6 +223,10 @@ class Hub:
         if self.slack is not None:
             await self.slack.close()
         await self.conversations.close()
+        if self.backend.shared:
+            # Gone now rather than after three missed beats: another hub takes this one's runs at its next sweep.
+            with contextlib.suppress(Exception):
+                await self.backend.runs.heartbeat(self.instance, 0)
         await self.broker.close()
         await self.tools.close()
         await self.http.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Protocol
 
@@ -112,13 +113,18 @@ class SSEResponse(Response):
                 left = streaming.uncancel()
             if not self._gone or left > 0:
                 raise
+            if self._ending:
+                # Ended by the server (a drain), not the client: close the body properly, so that the reader
+                # sees a stream that ended before its run did, and reattaches with `Last-Event-ID`.
+                with contextlib.suppress(OSError):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._streams.discard(self)
             watcher.cancel()
             await self._frames.aclose()
 
     def end(self) -> None:
-        """Stop as if the client had left (the server shuts down)."""
+        """Stop writing (the server shuts down): the body ends where it is, before the run does."""
         if self._watcher is not None and not self._gone:
             self._ending = True
             self._watcher.cancel()

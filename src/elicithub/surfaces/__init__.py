@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicithub.core import jsonwire
 from elicithub.core.events import StreamEvent, TextDelta, ToolCallFinished
-from elicithub.errors import IdentityUnavailable, InvalidContent
+from elicithub.errors import Expired, IdentityUnavailable, InvalidContent
 
 
 class Surface(Protocol):
@@ -100,6 +100,12 @@ async def _json_error(send: Send, status: int, code: str, message: str, headers:
 def field_errors(exc: InvalidContent) -> list[dict[str, str]]:
     """An answer's content refused: one `{field, message}` per field, as every surface reports it."""
     return [{"field": e.field, "message": e.message} for e in exc.errors]
+
+
+def expiry(exc: Expired) -> dict[str, str]:
+    """An answer to a question past its deadline refused (REST's 410), as the protocol surfaces report it: the
+    error's data, `{"code": "expired", "elicitationId": ...}`."""
+    return {"code": exc.code, "elicitationId": exc.elicitation_id}
 
 
 def refusal(exc: InvalidContent) -> str:

@@ -41,9 +41,9 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import request_event
 from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsonwire import whole_numbers
-from elicithub.errors import AlreadyResolved, BadRequest, HubError, InvalidContent
+from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
+from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, expiry, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
@@ -103,7 +103,8 @@ class A2aSurface:
     # -- answers, taken before the task moves
 
     async def take_answer(self, message: Message, context: ServerCallContext) -> None:
-        """A message on an interrupted task answers its questions; a bad answer fails the request, task unchanged."""
+        """A message on an interrupted task answers its questions. All are checked before any is taken: a bad
+        answer (content that does not fit, a question past its deadline) fails the request and none is taken."""
         caller = caller_of(context)
         if message.context_id:
             try:
@@ -115,15 +116,20 @@ class A2aSurface:
         task = await self.tasks.get(message.task_id, context)
         if task is None or task.status.state not in INTERRUPTED:
             return
-        for elicitation_id, answer in await self._answers(caller, message, _asked_by(task)):
-            try:
-                await self.conversations.answer(caller, elicitation_id, answer)
-            except InvalidContent as exc:
-                raise InvalidParamsError(message=refusal(exc), data={"fields": field_errors(exc)}) from None
-            except AlreadyResolved:
-                pass  # answered already (here or elsewhere): the run goes on with that
-            except HubError as exc:
-                raise InvalidParamsError(message=str(exc)) from None
+        answers = await self._answers(caller, message, _asked_by(task))
+        try:
+            for elicitation_id, answer in answers:
+                await self.conversations.check(caller, elicitation_id, answer)
+            for elicitation_id, answer in answers:
+                # Answered already (here or elsewhere), or ended since it was checked: the run goes on with that.
+                with contextlib.suppress(AlreadyResolved, Expired):
+                    await self.conversations.answer(caller, elicitation_id, answer)
+        except InvalidContent as exc:
+            raise InvalidParamsError(message=refusal(exc), data={"fields": field_errors(exc)}) from None
+        except Expired as exc:
+            raise InvalidParamsError(message=str(exc), data=expiry(exc)) from None
+        except HubError as exc:
+            raise InvalidParamsError(message=str(exc)) from None
 
     async def _answers(self, caller: Caller, message: Message, asked: list[str]) -> list[tuple[str, Answer]]:
         responses: list[Any] = []

@@ -26,7 +26,7 @@ from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
+from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, expiry, field_errors, refusal, sdk_endpoint, user_of
 from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
 from elicithub.surfaces.mcp_task_records import TaskRecords
@@ -110,6 +110,8 @@ class McpSurface:
             return await self._result(caller, sent.conversation_id, stopped, arguments, 1, modes)
         except InvalidContent as exc:
             raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
+        except Expired as exc:
+            raise MCPError(mt.INVALID_PARAMS, str(exc), expiry(exc)) from None
         except HubError as exc:
             raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
 
@@ -173,7 +175,8 @@ class McpSurface:
     async def _checked_answers(
         self, caller: Caller, state: RoundState, responses: mt.InputResponses
     ) -> list[tuple[Elicitation, Answer]]:
-        """The retry's answers, each for a question of this round and fitting its form; else nothing is taken."""
+        """The retry's answers, each for a question of this round, open and fitting its form; else nothing is taken
+        (and the state is not used up)."""
         answers: list[tuple[Elicitation, Answer]] = []
         for key, response in responses.items():
             if key not in state.elicitation_ids or not isinstance(response, mt.ElicitResult):

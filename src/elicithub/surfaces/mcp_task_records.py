@@ -3,7 +3,8 @@
 A task is one JSON record under a key scoped to its user (`mcp-task:USER:ID`), kept as long as conversations are, so
 any instance sharing the store finds it, and another user's id finds nothing. Its status is not stored while the run
 goes on: it is read from the run and its open questions each time (surfaces/mcp_tasks.py); only its end is kept once
-seen, and a cancellation asked for. A per-user list of ids serves 2025-11-25's `tasks/list`.
+seen, and a cancellation asked for. A per-user list of ids (`mcp-tasks:USER`, an entry per task that expires with
+it, added in one store step so that tasks created at once are all listed) serves 2025-11-25's `tasks/list`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from elicithub.core.elicitation import new_id
-from elicithub.core.ports import KeyValueStore
-
-LISTED = 100
-"""The most task ids a user's list keeps (the newest): `tasks/list` is for finding recent tasks again."""
+from elicithub.core.ports import Entry, KeyValueStore
 
 
 @dataclass(frozen=True)
@@ -48,8 +46,7 @@ class TaskRecords:
         task_id, now = new_id("task"), time.time()
         record = TaskRecord(task_id, user_id, conversation_id, run_id, after, sorted(modes), now, self.retention_s)
         await self.save(record)
-        listed = [record.task_id, *await self.listed(user_id)][:LISTED]
-        await self.kv.put(_list_key(user_id), json.dumps(listed).encode(), self.retention_s)
+        await self.kv.add_entry(_list_key(user_id), task_id, self.retention_s)
         return record
 
     async def save(self, record: TaskRecord) -> None:
@@ -61,10 +58,9 @@ class TaskRecords:
         data = await self.kv.get(_key(user_id, task_id))
         return None if data is None else TaskRecord(**json.loads(data))
 
-    async def listed(self, user_id: str) -> list[str]:
-        """The user's task ids, newest first (some may be gone since)."""
-        data = await self.kv.get(_list_key(user_id))
-        return list(json.loads(data)) if data is not None else []
+    async def listed(self, user_id: str, limit: int, before: Entry | None = None) -> list[Entry]:
+        """The user's tasks' ids (`value`), newest first, from just after `before` (a task may be gone since)."""
+        return await self.kv.entries(_list_key(user_id), limit, before)
 
 
 def _key(user_id: str, task_id: str) -> str:

@@ -10,7 +10,9 @@ questions each time (surfaces/mcp_task_records.py keeps only whose run it is, an
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -23,10 +25,11 @@ from mcp.server.mcpserver.server import require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from elicithub.core.elicitation import Answer, Elicitation
-from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
-from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import field_errors, refusal, user_of
+from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.ports import Entry
+from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
+from elicithub.runtime.conversations import Caller, Conversations, is_open
+from elicithub.surfaces import expiry, field_errors, refusal, user_of
 from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
 from elicithub.surfaces.mcp_task_records import TaskRecord, TaskRecords
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
@@ -45,6 +48,8 @@ from elicithub.task_wire import (
 CORE_TASKS: Literal["2025-11-25"] = "2025-11-25"
 """The one handshake-era version with tasks in the core."""
 POLL_MS = 1000
+PAGE = 50
+"""Tasks per `tasks/list` page (a module constant, so tests may lower it)."""
 ENDED_S = 5.0
 """How long a read waits for the end of a run that is no longer active to reach the log."""
 
@@ -150,29 +155,46 @@ class McpTasks:
         )
 
     async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> HandlerResult:
-        """Answers the task's open questions: all checked first (a field error names the field and changes
-        nothing); a key that is not an open question of the task is ignored, so a repeated update is harmless."""
+        """Answers the task's open questions: all checked first (a field error, or an answer to a question of the
+        task past its deadline, fails the update and changes nothing); a key that is not an open question of the
+        task is otherwise ignored, so a repeated update is harmless."""
         caller, record = await self._owned(ctx, params.task_id)
         outstanding = {e.id: e for e in (await self.seen(caller, record)).questions}
         answers: list[tuple[str, Answer]] = []
-        for key, response in params.input_responses.items():
-            question = outstanding.get(key)
-            if question is None:
-                continue
-            if not isinstance(response, mt.ElicitResult):
-                raise MCPError(mt.INVALID_PARAMS, f"inputResponses.{key}: the answer to a question is an ElicitResult.")
-            if question.mode == "url" and response.action == "accept":
-                continue  # the person goes to the link; the sign-in completes there
-            answer = Answer(response.action, response.content)
-            try:
+        try:
+            for key, response in params.input_responses.items():
+                question = outstanding.get(key)
+                if question is None:
+                    await self._unless_expired(caller, record, key)
+                    continue
+                if not isinstance(response, mt.ElicitResult):
+                    why = f"inputResponses.{key}: the answer to a question is an ElicitResult."
+                    raise MCPError(mt.INVALID_PARAMS, why)
+                if question.mode == "url" and response.action == "accept":
+                    continue  # the person goes to the link; the sign-in completes there
+                answer = Answer(response.action, response.content)
                 await self.conversations.check(caller, key, answer)
-            except InvalidContent as exc:
-                raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
-            answers.append((key, answer))
+                answers.append((key, answer))
+        except InvalidContent as exc:
+            raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
+        except Expired as exc:
+            raise MCPError(mt.INVALID_PARAMS, str(exc), expiry(exc)) from None
         for key, answer in answers:
             with contextlib.suppress(AlreadyResolved, Expired):  # it ended otherwise meanwhile
                 await self.conversations.answer(caller, key, answer)
         return {}
+
+    async def _unless_expired(self, caller: Caller, record: TaskRecord, key: str) -> None:
+        """Raises Expired when `key` names a question of the task's conversation past its deadline (its delegated
+        runs' included): an answer to it fails the update, as on every surface (REST's 410), though the task no
+        longer shows it."""
+        try:
+            question = await self.conversations.question(caller, key)
+        except NotFound:
+            return
+        due = question.state is State.PENDING and not is_open(question)
+        if question.conversation_id == record.conversation_id and (question.state is State.EXPIRED or due):
+            raise Expired(key)
 
     async def cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> HandlerResult:
         """Ends the task's open questions (the run's tool call gets the cancellation, and the run ends); the task
@@ -212,15 +234,18 @@ class McpTasks:
         return {**(seen.result or {}), "_meta": {RELATED_TASK: {"taskId": task_id}}}
 
     async def listed(self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams) -> HandlerResult:
-        """2025-11-25: the caller's own tasks still kept, newest first."""
+        """2025-11-25: the caller's own tasks still kept, newest first, `PAGE` at a time; `nextCursor` reads on."""
         caller = self._caller(ctx)
         assert caller.user_id is not None
+        before = None if params.cursor is None else _position(params.cursor)
+        entries = await self.records.listed(caller.user_id, PAGE + 1, before)  # one more: is there a next page?
+        page = entries[:PAGE]
         tasks = []
-        for task_id in await self.records.listed(caller.user_id):
-            record = await self.records.get(caller.user_id, task_id)
+        for entry in page:
+            record = await self.records.get(caller.user_id, entry.value)
             if record is not None:
                 tasks.append(_core_task(record, (await self.seen(caller, record)).status))
-        return mt.ListTasksResult(tasks=tasks)
+        return mt.ListTasksResult(tasks=tasks, next_cursor=_cursor(page[-1]) if len(entries) > PAGE else None)
 
     async def _owned(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> tuple[Caller, TaskRecord]:
         """The caller and their task: another user's, or one no longer kept, is unknown."""
@@ -305,6 +330,22 @@ def _dump(model: mt.Result | mt.Request[Any, Any]) -> dict[str, Any]:
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _cursor(last: Entry) -> str:
+    """`tasks/list`'s cursor: where the page ended, opaque to the client. It only bounds a listing of the caller's
+    own tasks, so a cursor made up or passed to another user reveals nothing."""
+    return base64.urlsafe_b64encode(json.dumps(list(last)).encode()).decode()
+
+
+def _position(cursor: str) -> Entry:
+    try:
+        expires_ms, task_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError):
+        expires_ms = task_id = None
+    if type(expires_ms) is not int or not 0 <= expires_ms < 2**63 or not isinstance(task_id, str):
+        raise MCPError(mt.INVALID_PARAMS, "tasks/list: unknown cursor; pass a `nextCursor` as it came, or none.")
+    return Entry(expires_ms, task_id)
 
 
 def _task_fields(record: TaskRecord, status: Status) -> dict[str, Any]:

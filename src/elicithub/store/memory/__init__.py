@@ -24,5 +24,8 @@ class MemoryBackend:
     async def open(self) -> None:
         return None
 
+    async def ready(self) -> str | None:
+        return None
+
     async def close(self) -> None:
         await self.elicitations.close()

@@ -1,13 +1,20 @@
-"""The in-process backend's key-value entries, each with its optional expiry."""
+"""The in-process backend's key-value entries, each with its optional expiry, and its lists of expiring entries."""
 
 from __future__ import annotations
 
 import time
 
+from elicithub.core.ports import Entry
+
+PURGE_EVERY = 256
+"""Adds between two sweeps of every list for expired entries (a list nobody adds to any more is swept then)."""
+
 
 class MemoryKv:
     def __init__(self) -> None:
         self._items: dict[str, tuple[bytes, float | None]] = {}
+        self._lists: dict[str, set[Entry]] = {}
+        self._adds = 0
 
     def _live(self, key: str) -> bytes | None:
         item = self._items.get(key)
@@ -31,3 +38,22 @@ class MemoryKv:
 
     async def delete(self, key: str) -> None:
         self._items.pop(key, None)
+
+    async def add_entry(self, key: str, value: str, ttl_s: float) -> None:
+        now_ms = int(time.time() * 1000)
+        self._lists.setdefault(key, set()).add(Entry(now_ms + int(ttl_s * 1000), value))
+        self._adds += 1
+        for swept in list(self._lists) if self._adds % PURGE_EVERY == 0 else [key]:
+            self._expire(swept, now_ms)
+
+    async def entries(self, key: str, limit: int, before: Entry | None = None) -> list[Entry]:
+        self._expire(key, int(time.time() * 1000))
+        kept = sorted(self._lists.get(key, ()), reverse=True)
+        return [entry for entry in kept if before is None or entry < before][:limit]
+
+    def _expire(self, key: str, now_ms: int) -> None:
+        kept = {entry for entry in self._lists.get(key, ()) if entry.expires_ms > now_ms}
+        if kept:
+            self._lists[key] = kept
+        else:
+            self._lists.pop(key, None)

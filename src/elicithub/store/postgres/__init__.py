@@ -9,7 +9,7 @@ from elicithub.store.postgres.elicitations import PostgresElicitations
 from elicithub.store.postgres.events import PostgresEvents
 from elicithub.store.postgres.kv import PostgresKv
 from elicithub.store.postgres.runs import PostgresRuns
-from elicithub.store.postgres.schema import migrate, version
+from elicithub.store.postgres.schema import LATEST, migrate, version
 
 
 class PostgresBackend:
@@ -32,6 +32,15 @@ class PostgresBackend:
 
     async def open(self) -> None:
         await self._db.pool()
+
+    async def ready(self) -> str | None:
+        try:
+            reached = await version(await self._db.pool())
+        except Exception as exc:
+            return f"the Postgres store does not answer: {type(exc).__name__}"
+        if reached != LATEST:
+            return f"the Postgres store's schema is at version {reached}, this hub knows {LATEST}: run `store migrate`"
+        return None
 
     async def migrate(self) -> tuple[list[int], int]:
         """Apply the schema's pending steps now: the numbers of those applied, and the version reached."""

@@ -1,9 +1,11 @@
-"""The Postgres backend's key-value entries; writes delete a batch of expired entries now and then."""
+"""The Postgres backend's key-value entries, and its lists of expiring entries (a row each in
+`elicithub_kv_entries`); writes delete a batch of expired ones now and then."""
 
 from __future__ import annotations
 
 import time
 
+from elicithub.core.ports import Entry
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.schema import PURGE_BATCH
 
@@ -20,6 +22,27 @@ DELETE FROM elicithub_kv WHERE key IN (
 )
 """
 
+# Removes the list's own expired entries in the same statement: a list someone adds to stays as short as its
+# entries' lifetime.
+ADD_ENTRY = """
+WITH expired AS (DELETE FROM elicithub_kv_entries WHERE key = $1 AND expires_ms <= $2)
+INSERT INTO elicithub_kv_entries (key, expires_ms, value) VALUES ($1, $3, $4) ON CONFLICT DO NOTHING
+"""
+ENTRIES = """
+SELECT expires_ms, value FROM elicithub_kv_entries WHERE key = $1 AND expires_ms > $2
+ORDER BY expires_ms DESC, value DESC LIMIT $3
+"""
+ENTRIES_BEFORE = """
+SELECT expires_ms, value FROM elicithub_kv_entries
+WHERE key = $1 AND expires_ms > $2 AND (expires_ms, value) < ($4, $5)
+ORDER BY expires_ms DESC, value DESC LIMIT $3
+"""
+PURGE_ENTRIES = """
+DELETE FROM elicithub_kv_entries WHERE (key, expires_ms, value) IN (
+    SELECT key, expires_ms, value FROM elicithub_kv_entries WHERE expires_ms <= $1 LIMIT $2
+)
+"""
+
 PURGE_EVERY = 256
 """Writes between two purges of expired entries (which nothing reads any more, but which take room)."""
 
@@ -28,6 +51,7 @@ class PostgresKv:
     def __init__(self, db: PostgresDb) -> None:
         self._db = db
         self._writes = 0
+        self._adds = 0
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
         pool = await self._db.pool()
@@ -50,3 +74,20 @@ class PostgresKv:
     async def delete(self, key: str) -> None:
         pool = await self._db.pool()
         await pool.execute(DELETE, key)
+
+    async def add_entry(self, key: str, value: str, ttl_s: float) -> None:
+        pool = await self._db.pool()
+        now_ms = int(time.time() * 1000)
+        await pool.execute(ADD_ENTRY, key, now_ms, now_ms + int(ttl_s * 1000), value)
+        self._adds += 1
+        if self._adds % PURGE_EVERY == 0:
+            await pool.execute(PURGE_ENTRIES, now_ms, PURGE_BATCH)
+
+    async def entries(self, key: str, limit: int, before: Entry | None = None) -> list[Entry]:
+        pool = await self._db.pool()
+        now_ms = int(time.time() * 1000)
+        if before is None:
+            rows = await pool.fetch(ENTRIES, key, now_ms, limit)
+        else:
+            rows = await pool.fetch(ENTRIES_BEFORE, key, now_ms, limit, *before)
+        return [Entry(int(row["expires_ms"]), str(row["value"])) for row in rows]

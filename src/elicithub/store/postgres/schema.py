@@ -83,6 +83,17 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (key, pos)
     );
     """,
+    # 3: lists of expiring entries (a user's MCP tasks), one row per entry so that writers adding at once never
+    # overwrite each other; byte order ("C"), so a page's last entry bounds the next page the same way everywhere.
+    """
+    CREATE TABLE elicithub_kv_entries (
+        key text NOT NULL,
+        expires_ms bigint NOT NULL,
+        value text COLLATE "C" NOT NULL,
+        PRIMARY KEY (key, expires_ms, value)
+    );
+    CREATE INDEX elicithub_kv_entries_expiring ON elicithub_kv_entries (expires_ms);
+    """,
 )
 
 LATEST = len(MIGRATIONS)
@@ -118,7 +129,7 @@ async def migrate(connection: asyncpg.Connection, steps: Sequence[str] = MIGRATI
         return applied
 
 
-async def version(connection: asyncpg.Connection) -> int:
+async def version(connection: asyncpg.Connection | asyncpg.Pool) -> int:
     """The last step applied to the database (0 when none)."""
     exists = await connection.fetchval("SELECT to_regclass('elicithub_migrations') IS NOT NULL")
     if not exists:

@@ -46,6 +46,13 @@ class RedisBackend:
                 "store.allow_eviction: true to accept that loss"
             )
 
+    async def ready(self) -> str | None:
+        try:
+            await self._redis.ping()
+        except Exception as exc:
+            return f"the Redis store does not answer: {type(exc).__name__}"
+        return None
+
     async def close(self) -> None:
         await self.events.close()
         await self.elicitations.close()

@@ -1,19 +1,38 @@
-"""The Redis backend's key-value entries: `elicithub:vault:<key>` (the prefix from when the vault was its one user)."""
+"""The Redis backend's key-value entries: `elicithub:vault:<key>` (the prefix from when the vault was its one user);
+its lists of expiring entries: `elicithub:entries:<key>`."""
 
 from __future__ import annotations
 
 import base64
+import time
+from typing import cast
 
 import redis.asyncio as redis
 
+from elicithub.core.ports import Entry
 from elicithub.store.redis.client import PREFIX
+
+DIGITS = 15
+"""An entry's expiry (unix ms) as a member's fixed-width prefix: sorted as text, members sort by expiry, then value."""
+
+# KEYS: the list. ARGV: the entry as a member, the first expiry (ms, as a member's prefix) still kept, the entry's
+# lifetime in ms. Removes the list's expired entries, adds this one, and keeps the list as long as its newest entry.
+_ADD = """
+redis.call('ZREMRANGEBYLEX', KEYS[1], '-', '(' .. ARGV[2])
+redis.call('ZADD', KEYS[1], 0, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+"""
 
 
 class RedisKv:
-    """Entries base64 in Redis (the client decodes replies as text), expiry by Redis itself."""
+    """Entries base64 in Redis (the client decodes replies as text), expiry by Redis itself. A list is a sorted set
+    whose members all score 0, each `<expiry>:<value>`, so that it reads in order by member (`ZRANGEBYLEX`)."""
 
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
+        self._add = client.register_script(_ADD)
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
         ttl = None if ttl_s is None else max(1, int(ttl_s * 1000))
@@ -29,3 +48,23 @@ class RedisKv:
 
     async def delete(self, key: str) -> None:
         await self._redis.delete(f"{PREFIX}vault:{key}")
+
+    async def add_entry(self, key: str, value: str, ttl_s: float) -> None:
+        now_ms, ttl_ms = int(time.time() * 1000), int(ttl_s * 1000)
+        member, kept = _member(Entry(now_ms + ttl_ms, value)), f"{now_ms + 1:0{DIGITS}d}"
+        await self._add(keys=[f"{PREFIX}entries:{key}"], args=[member, kept, max(1, ttl_ms)])
+
+    async def entries(self, key: str, limit: int, before: Entry | None = None) -> list[Entry]:
+        newest = "+" if before is None else f"({_member(before)}"
+        oldest = f"[{int(time.time() * 1000) + 1:0{DIGITS}d}"
+        members = cast(list[str], await self._redis.zrevrangebylex(f"{PREFIX}entries:{key}", newest, oldest, 0, limit))
+        return [_entry(member) for member in members]
+
+
+def _member(entry: Entry) -> str:
+    return f"{entry.expires_ms:0{DIGITS}d}:{entry.value}"
+
+
+def _entry(member: str) -> Entry:
+    expires_ms, value = member.split(":", 1)
+    return Entry(int(expires_ms), value)

@@ -129,7 +129,10 @@ class RedisRuns:
         return 0  # finished runs expire by their TTL
 
     async def heartbeat(self, owner: str, ttl_s: float) -> None:
-        await self._redis.set(f"{PREFIX}alive:{owner}", "1", px=int(ttl_s * 1000))
+        if ttl_s <= 0:  # gone now
+            await self._redis.delete(f"{PREFIX}alive:{owner}")
+        else:
+            await self._redis.set(f"{PREFIX}alive:{owner}", "1", px=max(1, int(ttl_s * 1000)))
 
     async def alive(self, owner: str) -> bool:
         return bool(await self._redis.exists(f"{PREFIX}alive:{owner}"))

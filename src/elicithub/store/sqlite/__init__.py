@@ -29,6 +29,13 @@ class SqliteBackend:
     async def open(self) -> None:
         return None
 
+    async def ready(self) -> str | None:
+        try:
+            await self._db.run(lambda db: db.execute("SELECT count(*) FROM sqlite_master").fetchone())
+        except Exception as exc:
+            return f"the SQLite store does not answer: {exc}"
+        return None
+
     async def close(self) -> None:
         await self.events.close()
         await self._db.close()

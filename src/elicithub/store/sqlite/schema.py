@@ -47,4 +47,11 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (key, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vault (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at REAL);
+CREATE TABLE IF NOT EXISTS kv_entries (
+    key TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (key, expires_ms, value)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS kv_entries_expiring ON kv_entries (expires_ms);
 """
