@@ -256,7 +256,7 @@ def demo_servers(
     ] = DemoConfig().servers_port,
     public_host: Annotated[
         str | None,
-        typer.Option(help="The name hubs and browsers reach these servers by (default: --host), e.g. a service name."),
+        typer.Option(help="The name hubs reach these servers by (default: --host, or loopback), e.g. a service name."),
     ] = None,
 ) -> None:
     """Run only the demo's MCP servers and A2A agent, for hubs whose config says `demo.servers_host`."""
@@ -266,6 +266,8 @@ def demo_servers(
     from elicithub.demo.launcher import service_ports, start_demo
 
     tracker, deploy, release, travel = service_ports(port)
+    if public_host is None and host in ("0.0.0.0", "::", ""):
+        public_host = "127.0.0.1"
 
     async def run() -> None:
         # As a container's first process a signal without a handler is ignored: stop on SIGTERM too.

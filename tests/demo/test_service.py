@@ -103,11 +103,18 @@ def test_the_demo_servers_name_themselves_by_the_public_host(demo_service: DemoS
     assert card["supportedInterfaces"][0]["url"] == f"http://localhost:{port + 3}/a2a"
 
 
-def test_the_demo_servers_stop_on_sigterm() -> None:
-    service = DemoService(four_free_ports())
-    code, output = service.stop()
+def test_a_service_name_names_the_servers_the_trackers_issuer_stays_on_loopback_and_sigterm_stops_them() -> None:
+    service = DemoService(four_free_ports(), "--public-host", "demo")
+    try:
+        port = service.port
+        issuer = httpx.get(f"http://127.0.0.1:{port}/.well-known/oauth-authorization-server").json()["issuer"]
+        assert issuer == f"http://localhost:{port}"
+        card = httpx.get(f"http://127.0.0.1:{port + 3}/.well-known/agent-card.json").json()
+        assert card["supportedInterfaces"][0]["url"] == f"http://demo:{port + 3}/a2a"
+    finally:
+        code, output = service.stop()
     assert code == 0
-    assert f"deploy http://127.0.0.1:{service.port + 1}/mcp" in output
+    assert f"deploy http://demo:{port + 1}/mcp" in output
 
 
 def test_the_demo_servers_on_a_taken_port_exit_2_saying_so() -> None:

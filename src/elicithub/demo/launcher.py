@@ -17,6 +17,7 @@ from elicithub.demo.tracker import Tracker, base_url
 from elicithub.demo.travel import travel_app
 
 _STARTUP_TIMEOUT_S = 10.0
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,11 @@ async def start_demo(
             sock.close()
         raise
     bases = [base_url(public_host or host, sock.getsockname()[1]) for sock in sockets]
-    tracker = Tracker(bases[0], token_ttl=token_ttl)
+    # An OAuth issuer must be https or loopback (RFC 8414; the SDK enforces it): a tracker reached by a service name
+    # stays on localhost, where its sign-in works only for a browser and a hub that both reach it there.
+    named = public_host is not None and public_host not in _LOOPBACK
+    tracker_base = base_url("localhost", sockets[0].getsockname()[1]) if named else bases[0]
+    tracker = Tracker(tracker_base, token_ttl=token_ttl)
     apps: list[ASGIApp] = [
         tracker.app,
         deploy_server().streamable_http_app(host=host),
