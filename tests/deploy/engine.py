@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,9 +132,17 @@ class Engine:
             "STORAGE_DRIVER": "vfs",
         }
 
-    def run(self, args: Sequence[str], *, timeout: float = 600, check: bool = True) -> str:
+    def run(
+        self, args: Sequence[str], *, timeout: float = 600, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> str:
         done = subprocess.run(
-            list(args), env=self.env, capture_output=True, text=True, timeout=timeout, check=False, cwd=REPO
+            list(args),
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=REPO,
         )
         if check and done.returncode != 0:
             raise EngineError(f"{' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -143,9 +151,8 @@ class Engine:
     def podman(self, *args: str, timeout: float = 600, check: bool = True) -> str:
         return self.run(["podman", *args], timeout=timeout, check=check)
 
-    def _exists(self, name: str) -> bool:
-        done = subprocess.run(["podman", "image", "exists", name], env=self.env, capture_output=True, check=False)
-        return done.returncode == 0
+    def podman_succeeds(self, *args: str) -> bool:
+        return subprocess.run(["podman", *args], env=self.env, capture_output=True, check=False).returncode == 0
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -162,7 +169,7 @@ class Engine:
         recipe = hashlib.sha256(repr((ROOTS, _SLIM, _TRUST, _POSTGRES_ENTRYPOINT, STANDINS)).encode()).hexdigest()[:12]
         names = {kind: f"localhost/elicithub-standin-{kind}:{recipe}" for kind in STANDINS}
         with self.locked():
-            if all(self._exists(name) for name in names.values()):
+            if all(self.podman_succeeds("image", "exists", name) for name in names.values()):
                 return names
             with tempfile.TemporaryDirectory(dir=self.root) as work:
                 tarballs = {root: self._debian_root(root, Path(work)) for root in ROOTS}
