@@ -62,8 +62,8 @@ def demo_container(engine: Engine, hub_image: str, name: str) -> Iterator[tuple[
             "--publish",
             f"127.0.0.1:{port}:8700",
             "--read-only",
-            "--tmpfs",
-            "/data:rw,uid=10001,gid=10001",
+            "--volume",
+            f"{name}:/data",  # a new volume starts as the image's /data: owned by the hub's user
             "--tmpfs",
             "/tmp:rw,mode=1777",
             hub_image,
@@ -71,6 +71,7 @@ def demo_container(engine: Engine, hub_image: str, name: str) -> Iterator[tuple[
         yield name, port
     finally:
         engine.podman("rm", "--force", "--time", "0", name, check=False)
+        engine.podman("volume", "rm", "--force", name, check=False)
         engine.podman("network", "rm", "--force", name, check=False)
 
 
