@@ -175,6 +175,11 @@ class Engine:
                 tarballs = {root: self._debian_root(root, Path(work)) for root in ROOTS}
                 for kind, (root, changes) in STANDINS.items():
                     self.podman("import", *(f"--change={c}" for c in changes), str(tarballs[root]), names[kind])
+            # Those of an older recipe are of no more use: vfs keeps each whole.
+            listed = self.podman("images", "--format", "{{.Repository}}:{{.Tag}}").split()
+            stale = [i for i in listed if i.startswith("localhost/elicithub-standin-") and not i.endswith(recipe)]
+            if stale:
+                self.podman("rmi", "--force", *stale, check=False)
         return names
 
     def _debian_root(self, root: str, work: Path) -> Path:
