@@ -90,6 +90,16 @@ def test_config_check_shows_the_identity_provider(tmp_path: Path) -> None:
     assert "  anonymous   off: chat needs a user" in lines
 
 
+def test_config_check_shows_the_admins(tmp_path: Path) -> None:
+    oidc = "{issuer: https://login.example.com/realms/acme, audience: elicithub, admin_group: ops}"
+    path = write(tmp_path, f"admins: [alice, carol]\nauth: {{oidc: {oidc}}}\n")
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "  admins      alice, carol, members of ops (claim groups)" in result.stdout.splitlines()
+    defaults = runner.invoke(app, ["config", "check", str(write(tmp_path, ""))]).stdout.splitlines()
+    assert not any(line.startswith("  admins") for line in defaults)
+
+
 def test_config_check_on_an_empty_file_shows_the_defaults(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(write(tmp_path, ""))])
     assert result.exit_code == 0, result.output

@@ -121,6 +121,13 @@ def test_store_pool_and_timeout_errors_name_their_key() -> None:
     assert error_of({"store": {"allow_eviction": "maybe"}}).startswith("store.allow_eviction: ")
 
 
+def test_metrics_are_on_unless_turned_off_and_errors_name_the_key() -> None:
+    assert parse_config({}).metrics.enabled is True
+    assert parse_config({"metrics": {"enabled": False}}).metrics.enabled is False
+    assert error_of({"metrics": {"enabled": "maybe"}}).startswith("metrics.enabled: ")
+    assert error_of({"metrics": {"port": 9100}}) == "metrics.port: unknown key"
+
+
 def test_config_is_frozen() -> None:
     config = parse_config({})
     with pytest.raises(ValidationError):
@@ -355,3 +362,38 @@ def test_a_file_reads_the_process_environment(tmp_path: Path, monkeypatch: pytes
     assert config.public_url == "https://hub.example.test"
     assert config.server.drain_s == 0
     assert load_config(None).server.drain_s == 10
+
+
+def test_admins_are_user_ids_and_the_admin_group_is_read_with_its_claim() -> None:
+    oidc = {"issuer": "https://login.example.test", "audience": "elicithub"}
+    config = parse_config({"admins": ["alice", "ops@example.test"], "auth": {"oidc": {**oidc, "admin_group": "ops"}}})
+    assert config.admins == ["alice", "ops@example.test"]
+    assert config.auth.oidc is not None
+    assert (config.auth.oidc.admin_group, config.auth.oidc.groups_claim) == ("ops", "groups")
+    assert parse_config({}).admins == []
+    roles = parse_config({"auth": {"oidc": {**oidc, "groups_claim": "roles"}}}).auth.oidc
+    assert roles is not None and (roles.admin_group, roles.groups_claim) == (None, "roles")
+
+
+@pytest.mark.parametrize(
+    ("admins", "error"),
+    [
+        ("alice", "admins: input should be a valid list"),
+        ({"alice": True}, "admins: input should be a valid list"),
+        ([1], "admins[0]: input should be a valid string"),
+        (["alice", {"id": "bob"}], "admins[1]: input should be a valid string"),
+        (["alice", ""], "admins[1]: string should have at least 1 character"),
+    ],
+)
+def test_admins_of_another_shape_name_the_key_path(admins: Any, error: str) -> None:
+    assert error_of({"admins": admins}) == error
+
+
+def test_admin_group_and_groups_claim_of_another_shape_name_the_key_path() -> None:
+    oidc = {"issuer": "https://login.example.test", "audience": "elicithub"}
+    assert error_of({"auth": {"oidc": {**oidc, "admin_group": ["ops"]}}}) == (
+        "auth.oidc.admin_group: input should be a valid string"
+    )
+    assert error_of({"auth": {"oidc": {**oidc, "groups_claim": ""}}}) == (
+        "auth.oidc.groups_claim: string should have at least 1 character"
+    )

@@ -18,6 +18,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from elicithub import telemetry
 from elicithub.core.runs import RunRecord
@@ -137,7 +138,9 @@ def test_a_paused_call_is_traced_run_tool_call_question_and_downstream(
     [run] = otel.named("run")
     [call] = otel.named("tool_call")
     [question] = otel.named("elicitation")
-    assert run.parent is None
+    [chat_request] = otel.named("POST /run/v1/chat/completions")
+    assert chat_request.parent is None  # the client sent no trace context: the request starts the trace
+    assert run.parent is not None and run.parent.span_id == chat_request.context.span_id
     assert call.parent is not None and call.parent.span_id == run.context.span_id
     assert question.parent is not None and question.parent.span_id == call.context.span_id
     assert {s.context.trace_id for s in (run, call, question)} == {run.context.trace_id}
@@ -174,6 +177,36 @@ def test_a_paused_call_is_traced_run_tool_call_question_and_downstream(
     assert (outcome.value, outcome.attributes["outcome"]) == (1, "accepted")
     [wait] = otel.points("elicithub.elicitation.wait.duration")
     assert wait.count == 1 and wait.sum > 0
+
+
+def test_a_request_joins_the_callers_trace_and_what_it_starts_is_its_child(otel: Otel, hub: RunningHub) -> None:
+    caller_trace, caller_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    traceparent = {"traceparent": f"00-{caller_trace}-{caller_span}-01"}
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "hello"}]}
+    with hub.client() as client:
+        with client.stream("POST", "/run/v1/chat/completions", json=body, headers=traceparent) as stream:
+            assert stream.status_code == 200
+            conversation_id = stream.headers["x-conversation-id"]
+            assert stream.read()
+        assert client.get(f"/run/api/conversations/{conversation_id}", headers=traceparent).status_code == 200
+
+    [run] = runs_finished(otel, 1)
+    [chat_request] = otel.named("POST /run/v1/chat/completions")
+    assert chat_request.kind is SpanKind.SERVER
+    assert format(chat_request.context.trace_id, "032x") == caller_trace
+    assert chat_request.parent is not None and format(chat_request.parent.span_id, "016x") == caller_span
+    assert run.parent is not None and run.parent.span_id == chat_request.context.span_id
+    assert dict(chat_request.attributes or {}) == {
+        "http.request.method": "POST",
+        "http.route": "/run/v1/chat/completions",
+        "http.response.status_code": 200,
+    }
+    # A FastAPI route is named by its template too, never by its path (which carries the conversation id).
+    [read] = otel.named("GET /run/api/conversations/{conversation_id}")
+    assert read.kind is SpanKind.SERVER and format(read.context.trace_id, "032x") == caller_trace
+    assert not [s for s in otel.spans.get_finished_spans() if conversation_id in s.name]
+    served = json.dumps([dict(s.attributes or {}) for s in (chat_request, read)])
+    assert conversation_id not in served and "alice-secret" not in served
 
 
 def test_each_call_carries_its_own_runs_trace_downstream(
@@ -223,7 +256,9 @@ def test_off_nothing_is_traced_and_no_trace_context_goes_downstream(
     assert recorder.headers and not recorder.traceparents()
     assert telemetry.http_hooks() == {}
     record = RunRecord("run_1", "c", "alice", True, [])
-    assert telemetry.run(record, False) is telemetry.tool_call("legacy.provision")  # one shared no-op
+    with telemetry.run(record, False) as run, telemetry.tool_call("legacy.provision") as call:
+        assert run is call  # one shared no-op
+    assert telemetry.serving("POST", []) is telemetry.serving("GET", [])
     with telemetry.questions([]) as ended:
         assert ended is None
 

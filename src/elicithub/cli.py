@@ -194,6 +194,11 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
         typer.echo(f"  identity    JWTs from {oidc.issuer} for audience {oidc.audience}, user = {oidc.user_claim}")
     if not loaded.auth.anonymous:
         typer.echo("  anonymous   off: chat needs a user")
+    admins = [*loaded.admins]
+    if oidc is not None and oidc.admin_group is not None:
+        admins.append(f"members of {oidc.admin_group} (claim {oidc.groups_claim})")
+    if admins:
+        typer.echo(f"  admins      {', '.join(admins)}")
     typer.echo(
         f"  elicitation timeout {loaded.elicitation.timeout_s:g} s, at most {loaded.elicitation.max_rounds} rounds"
     )

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -85,6 +85,12 @@ class ServerConfig(_Strict):
     """How the process stops: on SIGTERM it turns not-ready, serves `drain_s` more seconds, then ends its streams."""
 
     drain_s: float = Field(default=10, ge=0, le=3600)
+
+
+class MetricsConfig(_Strict):
+    """`GET /metrics` in Prometheus text format; off, the hub serves no such page and counts nothing for it."""
+
+    enabled: bool = True
 
 
 class ConversationsConfig(_Strict):
@@ -220,6 +226,10 @@ class OidcConfig(_Strict):
     client_id: str | None = None  # the widget's sign-in (authorization code + PKCE)
     client_secret_env: str | None = None  # a confidential client's secret; a public client has none
     user_claim: str = Field(default="sub", min_length=1)
+    # The claim listing a person's groups (a list of names), in their JWTs and ID tokens; a member of admin_group
+    # is an admin of the hub (see admins).
+    groups_claim: str = Field(default="groups", min_length=1)
+    admin_group: str | None = Field(default=None, min_length=1)
     scopes: list[str] = ["openid", "profile", "email"]
 
 
@@ -253,12 +263,14 @@ class Config(_Strict):
     store: StoreConfig = StoreConfig()
     model: ModelConfig = ModelConfig()
     users: list[UserConfig] = []
+    admins: list[Annotated[str, Field(min_length=1)]] = []  # user ids that may see and cancel every user's questions
     auth: AuthConfig = AuthConfig()
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
     conversations: ConversationsConfig = ConversationsConfig()
     limits: LimitsConfig = LimitsConfig()
     server: ServerConfig = ServerConfig()
+    metrics: MetricsConfig = MetricsConfig()
     mcp_servers: list[McpServerConfig] = []
     a2a_agents: list[A2aAgentConfig] = []
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]

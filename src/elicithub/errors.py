@@ -71,8 +71,10 @@ class ConversationNotFound(NotFound):
 class AlreadyResolved(HubError):
     code = "already_resolved"
 
-    def __init__(self, elicitation_id: str, outcome: str) -> None:
-        super().__init__(f"Elicitation {elicitation_id!r} was already {outcome} with a different answer.")
+    def __init__(self, elicitation_id: str, outcome: str, *, differently: bool = True) -> None:
+        """`differently`: the refused request was an answer other than the one that ended it."""
+        how = " with a different answer" if differently else ""
+        super().__init__(f"Elicitation {elicitation_id!r} was already {outcome}{how}.")
 
 
 class Expired(HubError):

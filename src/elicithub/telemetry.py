@@ -1,4 +1,5 @@
-"""OpenTelemetry (the `otel` extra): spans for runs, tool calls, questions and downstream calls; question metrics.
+"""OpenTelemetry (the `otel` extra): spans for inbound requests, runs, tool calls, questions and downstream calls;
+question metrics (fed by the hub's metrics, elicithub/metrics.py, which count each question in one place).
 
 Off unless the standard `OTEL_*` environment asks for it at startup (`configure`), or a test `install`s providers.
 Off, every hook is a module-level check returning a shared no-op: no span, no allocation, no opentelemetry import.
@@ -10,19 +11,17 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib.metadata import entry_points, version
 from typing import TYPE_CHECKING, Any
-
-from elicithub import logfields
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, TracerProvider
 
     from elicithub.core.broker import Resolution
-    from elicithub.core.elicitation import Elicitation
+    from elicithub.core.elicitation import Elicitation, Outcome
     from elicithub.core.runs import RunRecord
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,8 @@ ASKING = (
 """Any of these set (and `OTEL_SDK_DISABLED` not "true") turns telemetry on."""
 WAIT_BUCKETS_S = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 """A person answers in seconds to an hour, not in the milliseconds the SDK's default buckets are made for."""
+METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"})
+"""The methods a server span is named by; any other is "HTTP" (a span name is never what a client made up)."""
 
 Ended = Callable[["Resolution"], None]
 """Hears each question of a wait end, as it ends."""
@@ -62,16 +63,40 @@ class Noted:
             self._span.set_status(StatusCode.ERROR)
 
 
+class Serving:
+    """What an inbound request tells its server span once answered; nothing at all when telemetry is off."""
+
+    __slots__ = ("_method", "_span")
+
+    def __init__(self, span: Span | None, method: str = "") -> None:
+        self._span = span
+        self._method = method
+
+    def answered(self, route: str, status: int | None) -> None:
+        """Name the span by its route template (never the path, which carries ids) and note the status."""
+        if self._span is None:
+            return
+        self._span.update_name(f"{self._method} {route}")
+        self._span.set_attribute("http.route", route)
+        if status is None:  # its client went away before an answer
+            return
+        self._span.set_attribute("http.response.status_code", status)
+        if status >= 500:
+            from opentelemetry.trace import StatusCode
+
+            self._span.set_status(StatusCode.ERROR)
+
+
 _IDLE: AbstractContextManager[Noted] = nullcontext(Noted(None))
 _NOT_WATCHING: AbstractContextManager[Ended | None] = nullcontext(None)
+_NOT_SERVING: AbstractContextManager[Serving] = nullcontext(Serving(None))
 
 
 class _Question:
-    __slots__ = ("created", "labels", "span")
+    __slots__ = ("created", "span")
 
-    def __init__(self, span: Span, labels: dict[str, str], created: float) -> None:
+    def __init__(self, span: Span, created: float) -> None:
         self.span = span
-        self.labels = labels
         self.created = created
 
 
@@ -89,6 +114,7 @@ class _Telemetry:
         self.shutdown = shutdown
         self._trace = trace
         self._inject = propagate.inject
+        self._extract = propagate.extract
         self.tracer = tracer_provider.get_tracer("elicithub", version("elicithub"))
         meter = meter_provider.get_meter("elicithub", version("elicithub"))
         self.pending = meter.create_up_down_counter(
@@ -120,6 +146,24 @@ class _Telemetry:
                 raise
 
     @contextmanager
+    def serving(self, method: str, headers: Iterable[tuple[bytes, bytes]]) -> Iterator[Serving]:
+        # The propagators (`OTEL_PROPAGATORS`) read only their own headers; no header is recorded.
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+        known = method if method in METHODS else "HTTP"
+        span = self.tracer.start_span(
+            known,
+            context=self._extract(carrier),
+            kind=self._trace.SpanKind.SERVER,
+            attributes={"http.request.method": known if known != "HTTP" else "_OTHER"},
+        )
+        with self._trace.use_span(span, end_on_exit=True, record_exception=False, set_status_on_exception=False):
+            try:
+                yield Serving(span, known)
+            except Exception as exc:
+                span.set_attribute("error.type", type(exc).__qualname__)  # not its message: it may quote the body
+                raise
+
+    @contextmanager
     def questions(self, elicitations: Sequence[Elicitation]) -> Iterator[Ended]:
         waiting = {e.id: self._opened(e) for e in elicitations}
 
@@ -135,30 +179,28 @@ class _Telemetry:
                 self._ended(question, None)
 
     def _opened(self, elicitation: Elicitation) -> _Question:
-        context = elicitation.context
-        labels = {
-            "trigger": str(context.get("trigger", "")),
-            "mode": elicitation.mode,
-            "server_id": str(context.get("serverId") or context.get("agentId") or ""),
-        }
-        attributes = {**labels, "elicitation.id": elicitation.id, "run.id": elicitation.run_id}
-        if "toolName" in context:
-            attributes["tool_name"] = str(context["toolName"])
-        self.pending.add(1, labels)
+        attributes = {**_labels(elicitation), "elicitation.id": elicitation.id, "run.id": elicitation.run_id}
+        if "toolName" in elicitation.context:
+            attributes["tool_name"] = str(elicitation.context["toolName"])
         span = self.tracer.start_span("elicitation", attributes=attributes)
-        return _Question(span, labels, elicitation.created_at.timestamp())
+        return _Question(span, elicitation.created_at.timestamp())
 
     def _ended(self, question: _Question, outcome: str | None) -> None:
-        waited = max(time.time() - question.created, 0.0)
-        self.pending.add(-1, question.labels)
-        question.span.set_attribute("wait_seconds", waited)
+        question.span.set_attribute("wait_seconds", max(time.time() - question.created, 0.0))
         if outcome is None:
             question.span.set_attribute("interrupted", True)
         else:
             question.span.set_attribute("outcome", outcome)
-            self.outcomes.add(1, {**question.labels, "outcome": outcome})
-            self.wait.record(waited, {**question.labels, "outcome": outcome})
         question.span.end()
+
+
+def _labels(elicitation: Elicitation) -> dict[str, str]:
+    context = elicitation.context
+    return {
+        "trigger": str(context.get("trigger", "")),
+        "mode": elicitation.mode,
+        "server_id": str(context.get("serverId") or context.get("agentId") or ""),
+    }
 
 
 _on: _Telemetry | None = None
@@ -168,15 +210,8 @@ def enabled() -> bool:
     return _on is not None
 
 
-@contextmanager
-def run(record: RunRecord, resumed: bool) -> Iterator[Noted]:
-    """A span for a run (a delegated one is a child of its parent's tool call); note its outcome. Log lines written
-    meanwhile name the run and its conversation, telemetry on or off."""
-    with logfields.about(run_id=record.run_id, conversation_id=record.conversation_id), _run(record, resumed) as noted:
-        yield noted
-
-
-def _run(record: RunRecord, resumed: bool) -> AbstractContextManager[Noted]:
+def run(record: RunRecord, resumed: bool) -> AbstractContextManager[Noted]:
+    """A span for a run (a delegated one is a child of its parent's tool call); note its outcome."""
     if _on is None:
         return _IDLE
     attributes: dict[str, str | bool] = {
@@ -198,18 +233,33 @@ def tool_call(name: str) -> AbstractContextManager[Noted]:
     return _on.span("tool_call", {"tool_name": tool, "server_id": prefix})
 
 
-@contextmanager
-def questions(elicitations: Sequence[Elicitation]) -> Iterator[Ended | None]:
-    """A span per question from now until it ends, with the pending, outcome and wait-time metrics; the block
-    gets what to tell of each end (None when off). Log lines written meanwhile name the questions."""
-    with logfields.about(elicitation_id=",".join(e.id for e in elicitations)), _questions(elicitations) as ended:
-        yield ended
-
-
-def _questions(elicitations: Sequence[Elicitation]) -> AbstractContextManager[Ended | None]:
+def questions(elicitations: Sequence[Elicitation]) -> AbstractContextManager[Ended | None]:
+    """A span per question from now until it ends; the block gets what to tell of each end (None when off)."""
     if _on is None or not elicitations:
         return _NOT_WATCHING
     return _on.questions(elicitations)
+
+
+def question_pending(elicitation: Elicitation, change: int) -> None:
+    """The hub's metrics say a run of it waits on a question from now (+1), or no longer (-1)."""
+    if _on is not None:
+        _on.pending.add(change, _labels(elicitation))
+
+
+def question_ended(elicitation: Elicitation, outcome: Outcome, waited: float) -> None:
+    """The hub's metrics say it ended a question (each end is told by one hub only)."""
+    if _on is not None:
+        labels = {**_labels(elicitation), "outcome": outcome}
+        _on.outcomes.add(1, labels)
+        _on.wait.record(waited, labels)
+
+
+def serving(method: str, headers: Iterable[tuple[bytes, bytes]]) -> AbstractContextManager[Serving]:
+    """A server span for an inbound request, joining the caller's trace (its W3C `traceparent`): what the request
+    starts (a run, its tool calls and questions) is its child. Named by method, then by route template."""
+    if _on is None:
+        return _NOT_SERVING
+    return _on.serving(method, headers)
 
 
 def current_trace_id() -> str | None:

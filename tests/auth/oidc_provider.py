@@ -69,6 +69,7 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self._pending: dict[str, tuple[OAuthClientInformationFull, AuthorizationParams]] = {}
         self._codes: dict[str, AuthorizationCode] = {}
         self.nonces: dict[str, str] = {}  # state -> the authorization request's nonce, then code -> nonce
+        self.groups: dict[str, list[str]] = {}  # user -> the `groups` claim of the tokens a sign-in gets
 
     def register_web_client(self, redirect_uri: str, client_id: str = WEB_CLIENT) -> None:
         """The hub's widget (or another app) as a public client of this provider, as an admin would register it."""
@@ -127,11 +128,13 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         del self._codes[authorization_code.code]
         subject = authorization_code.subject or ""
         # RFC 8707: a token asked for one resource is for that resource only.
-        access = self.mint(subject, aud=authorization_code.resource or AUDIENCE, scope=" ".join(SCOPES))
+        groups = self.groups.get(subject)
+        access = self.mint(subject, aud=authorization_code.resource or AUDIENCE, scope=" ".join(SCOPES), groups=groups)
         token = OAuthToken(access_token=access, expires_in=300, scope=" ".join(authorization_code.scopes))
         if "openid" in authorization_code.scopes:
             nonce = self.nonces.pop(authorization_code.code, None)
-            return OAuthIdToken(**token.model_dump(), id_token=self.mint(subject, aud=client.client_id, nonce=nonce))
+            id_token = self.mint(subject, aud=client.client_id, nonce=nonce, groups=groups)
+            return OAuthIdToken(**token.model_dump(), id_token=id_token)
         return token
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:

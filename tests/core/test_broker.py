@@ -318,6 +318,17 @@ async def test_expire_due_expires_stored_pending_questions_past_their_deadline(b
 
 
 @pytest.mark.anyio
+async def test_pending_lists_every_open_question_however_far_its_deadline_and_none_that_ended(broker: Broker) -> None:
+    soon, years_away, answered, overdue = question(), question(10 * 365 * 24 * 3600), question(), question(-5)
+    for e in (soon, years_away, answered, overdue):
+        await broker.store.put(e)
+    await broker.respond(answered.id, EU, "alice")
+    # Past its deadline but not swept yet, a question is still pending: the caller tells it apart.
+    assert {e.id for e in await broker.pending(10)} == {soon.id, years_away.id, overdue.id}
+    assert len(await broker.pending(2)) == 2
+
+
+@pytest.mark.anyio
 async def test_end_reports_the_existing_outcome_and_unknown_ids_are_not_found(broker: Broker) -> None:
     e = question()
     await broker.store.put(e)
@@ -543,3 +554,70 @@ async def test_the_run_and_a_relay_both_wake_when_the_question_expires(broker: B
     relay = asyncio.create_task(broker.wait(e.id))
     assert (await finish(run)).outcome == "expired"
     assert (await finish(relay)).outcome == "expired"
+
+
+class Tally:
+    """The hub's metrics as the broker tells them (core/ports.py `Counts`)."""
+
+    def __init__(self) -> None:
+        self.waited_on: dict[str, int] = {}
+        self.ends: list[tuple[str, str]] = []
+
+    def pending(self, elicitation: Elicitation, change: int) -> None:
+        self.waited_on[elicitation.id] = self.waited_on.get(elicitation.id, 0) + change
+
+    def ended(self, elicitation: Elicitation, outcome: str) -> None:
+        self.ends.append((elicitation.id, outcome))
+
+
+@pytest.mark.anyio
+async def test_a_question_is_pending_from_before_it_shows_until_it_ends_and_its_end_is_counted_once(
+    store: Store,
+) -> None:
+    tally = Tally()
+    pending_when_shown: list[int] = []
+
+    class Shows:
+        async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
+            if isinstance(event, ElicitationRequested):
+                pending_when_shown.append(tally.waited_on.get(elicitation.id, 0))
+
+    broker = Broker(store, Shows(), counts=tally)
+    e = question()
+    await broker.open(e)
+    assert pending_when_shown == [1]
+    task = asyncio.create_task(broker.wait_all([e.id], known={e.id: e}))
+    await broker.respond(e.id, EU, "alice")
+    await finish(task)
+    await broker.respond(e.id, EU, "alice")  # the same answer again: no second end
+    assert tally.waited_on == {e.id: 0}
+    assert tally.ends == [(e.id, "accepted")]
+
+
+@pytest.mark.anyio
+async def test_an_end_made_by_the_sweep_is_counted_and_a_question_nobody_waits_on_is_not_pending(
+    broker: Broker,
+) -> None:
+    tally = Tally()
+    sweeper = Broker(broker.store, BusSink(), counts=tally)
+    due = question(timeout_s=-5)
+    await broker.store.put(due)
+    assert await sweeper.expire_due() == 1
+    assert tally.ends == [(due.id, "expired")]
+    assert tally.waited_on == {}
+
+
+@pytest.mark.anyio
+async def test_a_run_going_away_stops_counting_its_question_pending_without_an_end(store: Store) -> None:
+    tally = Tally()
+    broker = Broker(store, BusSink(), durable=True, counts=tally)
+    e = question()
+    await broker.open(e)
+    task = asyncio.create_task(broker.wait_all([e.id], known={e.id: e}))
+    await joined(broker, e.id, 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert tally.waited_on == {e.id: 0}
+    assert tally.ends == []
+    assert await state_of(store, e.id) is State.PENDING

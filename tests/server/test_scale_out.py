@@ -16,6 +16,7 @@ import anyio
 import httpx
 import mcp_types as mt
 import pytest
+import yaml
 from mcp.shared.exceptions import MCPError
 
 from elicithub.core.broker import Broker, Resolution
@@ -26,14 +27,20 @@ from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, s
 from tests.core_fixtures import BusSink, PostgresServer, RedisServer, question
 
 DB = 1  # the store tests empty database 0 for every test
+ADMIN = {"id": "carol", "token": "carol-secret"}
 
 
 class ServedHub(HubAddress):
-    """`elicithub serve --config FILE` in its own process."""
+    """`elicithub serve --config FILE` in its own process; SIGTERM stops it at once unless the config asks for a
+    drain (`server.drain_s`, whose default is for production)."""
 
     def __init__(self, config: Path, log: Path, port: int | None = None) -> None:
         super().__init__(port or free_port())
         self.log = log
+        settings = yaml.safe_load(config.read_text()) or {}
+        settings.setdefault("server", {}).setdefault("drain_s", 0)
+        config = log.with_suffix(".yaml")
+        config.write_text(json.dumps(settings))
         command = [sys.executable, "-c", "from elicithub.cli import main; main()", "serve", "--config", str(config)]
         with log.open("wb") as out:
             self.process = subprocess.Popen([*command, "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
@@ -73,7 +80,8 @@ def hubs(
             {
                 "store": {"url": shared_store_url},
                 "secrets": {"key_file": str(workdir / "secret.key")},
-                "users": USERS,
+                "users": [*USERS, ADMIN],
+                "admins": [ADMIN["id"]],
                 "elicitation": {"timeout_s": 60},
                 "mcp_servers": [
                     {"id": "legacy", "url": legacy_server.url, "protocol": "legacy"},
@@ -243,6 +251,31 @@ def test_a_message_on_b_supersedes_the_run_waiting_on_a(hubs: tuple[ServedHub, S
     cancelled = {"type": "elicitation-resolved", "elicitationId": request["id"], "outcome": "cancelled"}
     assert [p["data"] for p in old_rest if p["type"] == "data-elicitation-resolved"] == [cancelled]
     assert old_rest[-1]["type"] == "finish"
+
+
+def test_an_admin_on_b_cancels_a_question_asked_on_a_and_the_run_on_a_goes_on(
+    hubs: tuple[ServedHub, ServedHub],
+) -> None:
+    a, b = hubs
+    body = chat_body('/call mrtr.provision {"name": "audit"}')
+    with a.client() as client, client.stream("POST", "/run/v1/chat/completions", json=body) as response:
+        stream = items(response)
+        request = next(stream)
+        assert isinstance(request, dict)
+        eid = request["elicitationId"]
+        with httpx.Client(base_url=b.url, headers={"authorization": f"Bearer {ADMIN['token']}"}) as admin:
+            listed = admin.get("/run/api/admin/questions", params={"user": "alice"}).json()["questions"]
+            assert eid in [row["elicitationId"] for row in listed]
+            cancelled = admin.post(f"/run/api/admin/questions/{eid}/cancel")
+            assert cancelled.status_code == 200 and cancelled.json() == {"elicitationId": eid, "outcome": "cancelled"}
+        rest = list(stream)
+    assert rest[0] == {"type": "elicitation-resolved", "elicitationId": eid, "outcome": "cancelled"}
+    assert (
+        "".join(i for i in rest if isinstance(i, str))
+        == "Tool error: Provisioning of audit stopped: the user chose cancel."
+    )
+    with httpx.Client(base_url=a.url, headers={"authorization": f"Bearer {ADMIN['token']}"}) as admin:
+        assert admin.post(f"/run/api/admin/questions/{eid}/cancel").status_code == 409
 
 
 @contextlib.asynccontextmanager

@@ -60,7 +60,7 @@ def test_an_event_id_of_any_length_is_read_without_a_server_error(hub: RunningHu
 
 
 @pytest.mark.anyio
-async def test_a_shutdown_ends_open_streams_as_if_their_clients_had_left() -> None:
+async def test_a_shutdown_ends_open_streams_with_a_clean_end_of_body_before_their_runs_end() -> None:
     streams = OpenStreams()
     closed = asyncio.Event()
     sent: list[dict[str, Any]] = []
@@ -88,7 +88,12 @@ async def test_a_shutdown_ends_open_streams_as_if_their_clients_had_left() -> No
     with anyio.fail_after(10):
         await serving  # ends without raising: the stream was let go, not the server's task cancelled
     assert closed.is_set() and len(streams) == 0
-    assert [m.get("body") for m in sent] == [None, b"data: first\r\n\r\n"]
+    # The body ends properly, with no frame of the run's end: its reader reattaches (`Last-Event-ID`).
+    assert [(m.get("body"), m.get("more_body")) for m in sent] == [
+        (None, None),
+        (b"data: first\r\n\r\n", True),
+        (b"", False),
+    ]
 
 
 @pytest.mark.anyio

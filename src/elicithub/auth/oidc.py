@@ -147,6 +147,16 @@ class OidcVerifier:
         claims = self._claims(token, self.audiences)
         return self._user_of(claims) if claims is not None else None
 
+    def groups(self, token: str, *, id_token: bool = False) -> frozenset[str]:
+        """The groups a valid JWT puts its person in (`groups_claim`), checked against the keys already fetched (no
+        I/O); none when it is not valid. `id_token`: the ID token of a widget sign-in (issued to `client_id`), which
+        `signed_in_user` has just checked, rather than a bearer token."""
+        claims = self._claims(token, [self.config.client_id or ""] if id_token else self.audiences)
+        listed = claims.get(self.config.groups_claim) if claims is not None else None
+        if isinstance(listed, str):  # some providers give a lone group as a string
+            listed = [listed]
+        return frozenset(g for g in listed if isinstance(g, str) and g) if isinstance(listed, list) else frozenset()
+
     def _user_of(self, claims: JsonObject) -> str | None:
         user = claims.get(self.config.user_claim)
         return user if isinstance(user, str) and user else None

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.oidc import OidcVerifier
 from elicithub.config import OidcConfig
 from elicithub.errors import IdentityUnavailable
@@ -40,7 +41,8 @@ PENDING_MAX_AGE_S = 600
 class ProviderSignIn:
     """The sign-in pages, with what they need handed over by the hub that builds them (as the other pages get
     theirs): the provider's settings and verifier (None when the hub has no provider), the identity whose session
-    they start and end, the key that seals a sign-in in progress, and the client secret if any."""
+    they start and end, the key that seals a sign-in in progress, the client secret if any, and where the groups
+    of those signed in are kept."""
 
     def __init__(
         self,
@@ -50,12 +52,15 @@ class ProviderSignIn:
         identity: Sessions,
         key: bytes,
         client_secret: str | None,
+        groups: SignedInGroups,
     ) -> None:
         self.public_url = public_url.rstrip("/")
         self.oidc = oidc
         self.verifier = verifier
         self.identity = identity
         self.client_secret = client_secret
+        self.groups = groups
+        """Where the groups of each sign-in's ID token are kept, for the session it starts (admins, approvers)."""
         self.secure = self.public_url.startswith("https://")
         self._pending = URLSafeTimedSerializer(key, salt="elicithub-oidc-sign-in")
         self.router = APIRouter(include_in_schema=False)
@@ -116,6 +121,7 @@ class ProviderSignIn:
             return _page(502, "Not signed in", f"The identity provider refused the sign-in ({exc.error}).", again)
         if user is None:
             return _page(401, "Not signed in", "The identity provider's answer could not be verified.", again)
+        await self.groups.remember(user, self.verifier.groups(str(token.get("id_token", "")), id_token=True))
         response = RedirectResponse("/", status_code=302, headers={"cache-control": "no-store"})
         response.delete_cookie(PENDING_COOKIE, path=CALLBACK_PATH)
         self.identity.start_session(response, user, secure=self.secure)

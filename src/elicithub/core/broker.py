@@ -8,7 +8,7 @@ import logging
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from elicithub.core.cancelling import despite_cancellation, settled
 from elicithub.core.elicitation import (
@@ -26,7 +26,7 @@ from elicithub.core.elicitation import (
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.core.jsonwire import JsonObject
-from elicithub.core.ports import ElicitationStore, EventSink
+from elicithub.core.ports import Counts, ElicitationStore, EventSink
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,9 @@ LISTENER_STOP_S = 3.0
 KEPT_OPENED = 10_000
 """Questions opened here remembered at most: those not yet waited on (one forgotten is read again by its wait), and
 those held for their answer's lookup (one forgotten is read again by it)."""
+
+NO_DEADLINE = datetime.max.replace(tzinfo=UTC)
+"""Later than any question's deadline."""
 
 Ended = Callable[[str, bool], None]
 """Told that a question ended: its id, and whether it was announced here (else it ended on another instance)."""
@@ -67,11 +70,14 @@ class _Waiting:
 
 
 class Broker:
-    def __init__(self, store: ElicitationStore, events: EventSink, *, durable: bool = False) -> None:
+    def __init__(
+        self, store: ElicitationStore, events: EventSink, *, durable: bool = False, counts: Counts | None = None
+    ) -> None:
         self.store = store
         self.events = events
         self.durable = durable
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
+        self._counts = counts
         self._waiters: dict[str, _Waiting] = {}
         self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None
@@ -82,6 +88,9 @@ class Broker:
         read (`respond`'s compare-and-set is made against this copy, and fails if the question changed since)."""
         self._transitions: Counter[str] = Counter()
         """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
+        self._asked: dict[str, Elicitation] = {}
+        """Questions a run of this hub waits on (in its task, or parked here), from before they show until their end is
+        heard here or the run stops waiting on them: this hub's pending count, right whichever hub ends them."""
 
     async def start(self) -> None:
         """Listen to the store, so an answer taken by another process sharing it wakes the waiter here."""
@@ -145,7 +154,14 @@ class Broker:
                 if len(self._opened) >= KEPT_OPENED:
                     self._opened.pop(next(iter(self._opened)))
                 self._opened[elicitation.id] = False
-        await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
+            # Pending here before it is stored: a notice of its end (a supersede) cannot come before it is counted.
+            self._asking(elicitation)
+        try:
+            await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
+        except BaseException:
+            for elicitation in elicitations:
+                self._not_asking(elicitation.id)
+            raise
         self._hold(elicitations)
         for elicitation in elicitations:
             await self.events.publish(elicitation, ElicitationRequested(elicitation))
@@ -163,9 +179,12 @@ class Broker:
     async def reopen(self, elicitation_id: str) -> Elicitation | None:
         """Show a question asked earlier again (a resumed run); None when it has ended meanwhile. Its end is heard
         here from now on (it may have been opened by another instance, or an earlier process)."""
+        parked = elicitation_id in self._parked
         elicitation = await self.store.watch(elicitation_id)
         if elicitation is None or elicitation.state is not State.PENDING:
             return None
+        if not parked or elicitation_id in self._parked:  # else its end was heard meanwhile: nothing waits on it
+            self._asking(elicitation)
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
         return elicitation
 
@@ -246,7 +265,10 @@ class Broker:
     async def _wait_one(
         self, elicitation_id: str, ended: Callable[[Resolution], None] | None, known: dict[str, Elicitation]
     ) -> Resolution:
-        resolution = await self.wait(elicitation_id, known.get(elicitation_id))
+        try:
+            resolution = await self.wait(elicitation_id, known.get(elicitation_id))
+        finally:
+            self._not_asking(elicitation_id)  # it ended, or the run went away
         if ended is not None:
             ended(resolution)
         return resolution
@@ -324,6 +346,11 @@ class Broker:
                 count += 1
         return count
 
+    async def pending(self, limit: int) -> list[Elicitation]:
+        """Questions still pending, asked here or on any hub sharing the store, at most `limit` (the nearest deadlines
+        first, where the store orders them). Some may be past their deadline, not yet expired by a sweep."""
+        return await self.store.due(NO_DEADLINE, limit)  # every pending question is due by then
+
     async def purge(self, older_than: timedelta) -> int:
         return await self.store.purge(utcnow() - older_than)
 
@@ -337,7 +364,19 @@ class Broker:
         self._parked[elicitation_id] = ended
 
     def unpark(self, elicitation_id: str) -> None:
+        """The parked run no longer waits on the question (it ended, or the run let go of it)."""
         self._parked.pop(elicitation_id, None)
+        self._not_asking(elicitation_id)
+
+    def _asking(self, elicitation: Elicitation) -> None:
+        if elicitation.id not in self._asked:
+            self._asked[elicitation.id] = elicitation
+            if self._counts is not None:
+                self._counts.pending(elicitation, 1)
+
+    def _not_asking(self, elicitation_id: str) -> None:
+        if (elicitation := self._asked.pop(elicitation_id, None)) is not None and self._counts is not None:
+            self._counts.pending(elicitation, -1)
 
     def waiters(self, elicitation_id: str) -> int:
         """How many wait here for this question."""
@@ -366,6 +405,9 @@ class Broker:
             await self._catch_up(elicitation.id)  # another move won: its notice may have come meanwhile
             return False
         outcome = state.outcome
+        self._not_asking(elicitation.id)
+        if self._counts is not None:
+            self._counts.ended(elicitation, outcome)
         about = {"elicitation_id": elicitation.id, "run_id": elicitation.run_id}
         log.info(
             "elicitation %s %s",
@@ -394,6 +436,7 @@ class Broker:
                         # None: listening started over, and what was resolved meanwhile was not heard.
                         if elicitation_id is not None:
                             self._held.pop(elicitation_id, None)
+                            self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
                         for opened in list(self._opened) if elicitation_id is None else [elicitation_id]:
                             if opened in self._opened:
                                 self._opened[opened] = True

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
-from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.elicitation import Answer, Elicitation, Outcome, State
 from elicithub.core.events import StreamEvent
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.runs import ConversationRecord, Message, RunRecord
@@ -17,6 +17,15 @@ class EventSink(Protocol):
     """Where the broker shows a question and its end: the stream of the run that asked."""
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None: ...
+
+
+class Counts(Protocol):
+    """What counts a hub's questions (its metrics): those a run of the hub waits on, and the ends the hub made, so
+    that each end is counted once across the hubs sharing a store."""
+
+    def pending(self, elicitation: Elicitation, change: int) -> None: ...
+
+    def ended(self, elicitation: Elicitation, outcome: Outcome) -> None: ...
 
 
 class ElicitationStore(Protocol):
@@ -146,8 +155,8 @@ class KeyValueStore(Protocol):
 
     Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, sealed before they
     get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks (`mcp-task:`, and
-    each user's list of them, `mcp-tasks:`), Slack's records (`slack:`) and user-scoped servers' tool listings
-    (`tools:`).
+    each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool listings
+    (`tools:`) and the groups of people signed in to the widget (`signed-in-groups:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...

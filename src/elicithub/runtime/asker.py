@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from elicithub import telemetry
+from elicithub import logfields, telemetry
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
@@ -171,7 +171,7 @@ class Asker:
                 parking.parks(waiting, ids)
                 raise Parked
             parking.release()
-        with telemetry.questions(waiting) as ended:
+        with logfields.about(elicitation_id=",".join(ids)), telemetry.questions(waiting) as ended:
             return await self.broker.wait_all(ids, ended, {e.id: e for e in waiting})
 
     async def _asked_before(self, elicitation: Elicitation) -> Elicitation | None:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
-from elicithub import telemetry
+from elicithub import logfields, telemetry
 from elicithub.core.broker import Broker
 from elicithub.core.events import (
     RunFinished,
@@ -145,7 +145,10 @@ class Runner:
 
         saves = saves or Saves(self.runs)
         showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parking)
-        with telemetry.run(record, resumed) as span:
+        with (
+            logfields.about(run_id=record.run_id, conversation_id=record.conversation_id),
+            telemetry.run(record, resumed) as span,
+        ):
             record, messages, reason = await self._steps(record, saves, emit, showing, resumed, unparked)
             span.note("outcome", reason, failed=reason == "error")
         await self._finish(key, record, messages, saves, partial(emit, RunFinished(reason)))
@@ -171,7 +174,10 @@ class Runner:
 
         active = partial(self._active, key, parent.run_id)
         showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent), active)
-        with telemetry.run(record, resumed) as span:
+        with (
+            logfields.about(run_id=record.run_id, conversation_id=record.conversation_id),
+            telemetry.run(record, resumed) as span,
+        ):
             if not resumed:
                 await emit(RunStarted(record.run_id))
             record, messages, reason = await self._steps(record, Saves(self.runs), emit, showing, resumed)

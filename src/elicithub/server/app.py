@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from elicithub.server import routes, web
 from elicithub.server.bodies import field_name
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
+from elicithub.server.observed import Observed
 from elicithub.server.probes import probes
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.wire import Wire
@@ -50,16 +52,21 @@ def redact_access_log() -> None:
 
 class HubApp(FastAPI):
     """FastAPI, with the chat and answer endpoints (server/wire.py) taken before its middleware, routing and
-    dependency machinery (and its per-request look at the telemetry providers, which reads the environment)."""
+    dependency machinery; every HTTP request, taken there or not, `observed` (metrics, and the hub's server span:
+    FastAPI's own telemetry is off, so a request gets one, without its path or query, on either path)."""
 
     wire: Wire
+    observed: Observed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = self.wire.route(scope)
-        if route is None:
+        if scope["type"] != "http":  # the lifespan, a websocket
             await super().__call__(scope, receive, send)
+            return
+        path = self.wire.route(scope)
+        if path is None:
+            await self.observed(super().__call__, scope, receive, send, None)
         else:
-            await self.wire.serve(route, scope, receive, send)
+            await self.observed(functools.partial(self.wire.serve, path), scope, receive, send, path)
 
 
 class HubServer(uvicorn.Server):
@@ -110,7 +117,14 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
         finally:
             await hub.close()
 
-    app = HubApp(title="elicithub", version=__version__, lifespan=lifespan)
+    # FastAPI's own telemetry would use the process's providers, not the hub's, and record paths, queries and
+    # exception messages; the hub makes its own server span (server/observed.py).
+    app = HubApp(
+        title="elicithub",
+        version=__version__,
+        lifespan=lifespan,
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
     app.wire = Wire(hub)
     app.state.hub = hub
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
@@ -119,11 +133,13 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     for surface in hub.surfaces:
         app.router.routes.extend(surface.routes)
     app.router.routes.extend(hub.resource.routes)
+    app.include_router(hub.admin_pages.router)
     app.include_router(hub.sign_in_pages.router)
     app.include_router(hub.provider_sign_in.router)
     redact_access_log()
     app.include_router(web.router)
     app.mount(web.STATIC_PATH, web.static_files(), name="static")
+    app.observed = Observed(hub.metrics, app.router.routes)
 
     @app.exception_handler(HubError)
     async def _hub_error(_: Request, exc: HubError) -> JSONResponse:

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from elicithub import telemetry
+from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
@@ -26,18 +27,22 @@ from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
 from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls, service_ports
 from elicithub.demo.tracker import base_url
+from elicithub.metrics import Metrics
+from elicithub.runtime.admin import AdminQuestions
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.stream import RunStream
-from elicithub.server.identity import Identity
+from elicithub.server.admins import Admins
+from elicithub.server.identity import SESSION_MAX_AGE_S, Identity
 from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
+from elicithub.surfaces.admin import AdminPages
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.surfaces.mcp_task_records import TaskRecords
@@ -83,8 +88,9 @@ class Hub:
         self.backend = backend or configured_backend(config)
         self.store = self.backend.elicitations
         self.stream = RunStream(self.backend.events)
+        self.metrics = Metrics(config.metrics.enabled)
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
-        self.broker = Broker(self.store, self.stream, durable=self.backend.durable)
+        self.broker = Broker(self.store, self.stream, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.kv, self.keys)
         self.links = LinkSigner(self.keys)
@@ -114,6 +120,7 @@ class Hub:
         for delegation in delegations:
             delegation.run_child = runner.run_child
         self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
+        self.metrics.count_runs(self.conversations.running)
         self.streams = OpenStreams()
         """The chat streams being written; a shutdown ends them at once."""
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
@@ -124,6 +131,8 @@ class Hub:
         )
         """The widget's client secret at the provider (None: a public client)."""
         self.identity = Identity(config.users, self.keys.derive("session"), config.public_url, self.resource, self.oidc)
+        # Kept as long as the sessions their sign-ins start.
+        self.signed_in_groups = SignedInGroups(self.backend.kv, SESSION_MAX_AGE_S)
         self.provider_sign_in = ProviderSignIn(
             config.public_url,
             oidc,
@@ -131,6 +140,11 @@ class Hub:
             self.identity,
             self.keys.derive("oidc-sign-in"),
             self.oidc_client_secret,
+            self.signed_in_groups,
+        )
+        self.admin_pages = AdminPages(
+            AdminQuestions(self.broker, self.backend.runs),
+            Admins(config.admins, oidc.admin_group if oidc else None, self.identity, self.signed_in_groups),
         )
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(

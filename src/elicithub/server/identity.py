@@ -127,3 +127,11 @@ class Identity:
         host = urlsplit(origin).netloc
         # The public URL counts too: a proxy in front of the hub may pass on its own Host header.
         return origin == "null" or host not in (request.headers.get("host"), self._public_host)
+
+    def bearer_groups(self, request: Request) -> frozenset[str] | None:
+        """The groups a request's bearer JWT puts its user in (none for a static token), with the provider's keys as
+        `of` left them; None when the request has no bearer token (a browser's session, or no one)."""
+        token = self._bearer(request)
+        if token is None:
+            return None
+        return self.oidc.groups(token) if self.oidc is not None and self._static_user(token) is None else frozenset()

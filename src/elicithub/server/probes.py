@@ -1,12 +1,14 @@
-"""Readiness for load balancers and orchestrators: `/readyz` (liveness is `/healthz`, in routes.py)."""
+"""What load balancers, orchestrators and monitoring read: `/readyz` (liveness is `/healthz`, in routes.py), and
+`/metrics` unless `metrics.enabled` is false."""
 
 from __future__ import annotations
 
 import asyncio
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
+from elicithub.metrics import CONTENT_TYPE
 from elicithub.server.hub import Hub
 from elicithub.server.replies import error
 
@@ -25,6 +27,17 @@ def probes(hub: Hub) -> APIRouter:
         if why is not None:
             return error(503, "not_ready", why)
         return JSONResponse({"ready": True})
+
+    if hub.metrics.enabled:
+
+        @router.get(
+            "/metrics",
+            response_class=Response,
+            responses={200: {"description": "This hub's metrics.", "content": {"text/plain": {}}}},
+        )
+        async def metrics() -> Response:
+            """This hub's metrics in Prometheus text format: its questions, runs and HTTP requests."""
+            return Response(hub.metrics.exposition(), media_type=CONTENT_TYPE)
 
     return router
 

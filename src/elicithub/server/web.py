@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import FileResponse
 from starlette.staticfiles import StaticFiles
 
 from elicithub.core.events import request_event
 from elicithub.core.runs import Message
 from elicithub.server.openapi import errors
 from elicithub.server.routes import CallerDep, ConversationIdPath, HubDep, UserDep
+from elicithub.surfaces.pages import WEB_DIR, page
 
-WEB_DIR = Path(__file__).resolve().parent.parent / "clients" / "web"
 STATIC_PATH = "/static"
-
-# The page loads only its own files and talks only to its own origin; server text is never markup, and this
-# keeps it inert even if a bug ever let some through.
-_PAGE_HEADERS = {
-    "content-security-policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "cache-control": "no-cache",
-}
 
 router = APIRouter()
 
@@ -38,7 +24,7 @@ def static_files() -> StaticFiles:
 
 @router.get("/", include_in_schema=False)
 async def index(request: Request, hub: HubDep) -> Response:
-    response = FileResponse(WEB_DIR / "index.html", media_type="text/html", headers=_PAGE_HEADERS)
+    response = page("index.html")
     demo = hub.config.demo
     if demo.enabled and "authorization" not in request.headers and hub.identity.session_user(request) is None:
         secure = hub.config.public_url.startswith("https://") or request.url.scheme == "https"

@@ -72,18 +72,19 @@ class Wire:
             "/run/api/chat": self._ui_chat,
         }
 
-    def route(self, scope: Scope) -> Route | None:
+    def route(self, scope: Scope) -> str | None:
+        """The path of the route taken here (no path parameters: it is its own template), or None."""
         if scope["type"] != "http" or scope["method"] != "POST":
             return None
         path: str = scope["path"]
         root: str = scope.get("root_path", "")
         if root and path.startswith(root + "/"):
             path = path[len(root) :]
-        return self._routes.get(path)
+        return path if path in self._routes else None
 
-    async def serve(self, route: Route, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            response = await route(Request(scope, receive))
+            response = await self._routes[path](Request(scope, receive))
         except ClientDisconnect:
             return  # nobody to answer
         except PayloadTooLarge:

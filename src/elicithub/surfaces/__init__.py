@@ -125,22 +125,30 @@ class FiniteNumbers:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        read: list[Message] = []
-        while not read or (read[-1]["type"] == "http.request" and read[-1].get("more_body")):
-            read.append(await receive())
-        if read[-1]["type"] == "http.request":
+        body, replayed = await read_body(receive)
+        if body is not None:
             try:
-                jsonwire.loads(b"".join(m.get("body", b"") for m in read))
+                jsonwire.loads(body)
             except jsonwire.BadNumber as exc:
                 await _parse_error(send, self.status, str(exc))
                 return
             except ValueError:
                 pass  # not JSON at all: the protocol server says so in its own words
-
-        async def replayed() -> Message:
-            return read.pop(0) if read else await receive()
-
         await self.app(scope, replayed, send)
+
+
+async def read_body(receive: Receive) -> tuple[bytes | None, Receive]:
+    """A request's body read whole (None when the client went away first), and a `receive` that gives the app
+    behind the same messages again."""
+    read: list[Message] = []
+    while not read or (read[-1]["type"] == "http.request" and read[-1].get("more_body")):
+        read.append(await receive())
+    body = b"".join(m.get("body", b"") for m in read) if read[-1]["type"] == "http.request" else None
+
+    async def replayed() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return body, replayed
 
 
 async def _parse_error(send: Send, status: int, why: str) -> None:

@@ -54,6 +54,18 @@ def call_result(conversation_id: str, ended: Ended, modes: set[str]) -> mt.CallT
     )
 
 
+def ends_with_sign_in(elicitation: Elicitation, answer: Answer) -> bool:
+    """Whether the client's answer leaves the question open until a sign-in completes: `accept` on a url question
+    only says the person agreed to open the link (MCP 2025-11-25). The hub's own sign-ins (and an A2A agent's) end
+    when the sign-in does, so the call waits for that; a downstream MCP server's link is that server's to follow up,
+    so the `accept` is its answer, passed on at once."""
+    return (
+        elicitation.mode == "url"
+        and answer.action == "accept"
+        and elicitation.context.get("trigger") != "mcp_elicitation"
+    )
+
+
 async def ask_back(
     conversations: Conversations,
     session: ServerSession,
@@ -65,13 +77,12 @@ async def ask_back(
     """Ask the question on the stream of request `request_id` and take the client's answer as the person's."""
     via = ServerMessageMetadata(related_request_id=request_id)
     result = await session.send_request(elicit_request(elicitation, related_task), mt.ElicitResult, metadata=via)
-    if elicitation.mode == "url" and result.action == "accept":
-        # The person went to the link; the sign-in completes there. Wait for it, as long as it may take.
+    answer = Answer(result.action, result.content if result.action == "accept" else None)
+    if ends_with_sign_in(elicitation, answer):
         resolution = await conversations.wait(caller, elicitation.id)
         if resolution.outcome == "accepted":
             await session.send_elicit_complete(elicitation.id, request_id)
         return
-    answer = Answer(result.action, result.content if result.action == "accept" else None)
     try:
         await conversations.answer(caller, elicitation.id, answer)
     except InvalidContent:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
+import anyio
 import mcp_types as mt
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,7 +28,8 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, expiry, field_errors, refusal, sdk_endpoint, user_of
-from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
+from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
+from elicithub.surfaces.mcp_session_end import SessionEnd
 from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
 from elicithub.surfaces.mcp_task_records import TaskRecords
 from elicithub.surfaces.mcp_tasks import McpTasks, TasksExtension
@@ -73,11 +75,18 @@ class McpSurface:
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
         app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
         # Bodies with numbers JSON cannot carry get the parse error the SDK gives any unparsable body (HTTP 400).
-        gate = BearerGate(FiniteNumbers(sdk_endpoint(app.routes, "/mcp"), status=400), bearer, "/mcp")
+        endpoint = SessionEnd(sdk_endpoint(app.routes, "/mcp"))
+        gate = BearerGate(FiniteNumbers(endpoint, status=400), bearer, "/mcp")
         self.routes: list[BaseRoute] = [Route("/mcp", gate, methods=["GET", "POST", "DELETE"], include_in_schema=False)]
+        self.stopping = False
 
-    def lifespan(self) -> Any:
-        return self.server.session_manager.run()
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.server.session_manager.run():
+            try:
+                yield
+            finally:
+                self.stopping = True  # the calls still open are ended next, by the hub stopping
 
     def _principal(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         return user_of(getattr(ctx.request, "headers", None), self.user_for)
@@ -160,9 +169,8 @@ class McpSurface:
         answers = await self._checked_answers(caller, state, ctx.input_responses or {})
         await self.tickets.take(state, caller.user_id, arguments)  # from here on, this state is used up
         for elicitation, answer in answers:
-            if elicitation.mode == "url" and answer.action == "accept":
-                # The person went to the link; the sign-in completes there. Wait for it, as long as it may take.
-                await self.conversations.wait(caller, elicitation.id)
+            if ends_with_sign_in(elicitation, answer):
+                await self.conversations.wait(caller, elicitation.id)  # as long as it may take
                 continue
             with contextlib.suppress(AlreadyResolved, Expired):
                 await self.conversations.answer(caller, elicitation.id, answer)  # else it ended otherwise meanwhile
@@ -190,10 +198,23 @@ class McpSurface:
     def _asking_back(self, ctx: Context, caller: Caller) -> Show:
         async def ask_back_here(paused: Paused) -> bool:
             for elicitation in paused.questions:
-                await ask_back(self.conversations, ctx.session, ctx.request_id, caller, elicitation)
+                try:
+                    await ask_back(self.conversations, ctx.session, ctx.request_id, caller, elicitation)
+                except BaseException:
+                    await self._cancel_abandoned(caller, elicitation)
+                    raise
             return True  # answered (or cancelled) here: the run goes on in this call
 
         return ask_back_here
+
+    async def _cancel_abandoned(self, caller: Caller, elicitation: Elicitation) -> None:
+        """The call ended before its question did: its client gave up on it or closed its session (or failed the
+        request), so nobody can answer it there, and it is cancelled. Not when the hub stops: the run resumes, and
+        its question may still be answered elsewhere."""
+        if self.stopping:
+            return
+        with anyio.CancelScope(shield=True), contextlib.suppress(HubError):
+            await self.conversations.cancel(caller, elicitation.id)
 
 
 async def _answered_in_retry(_: Paused) -> bool:

@@ -30,7 +30,7 @@ from elicithub.core.ports import Entry
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces import expiry, field_errors, refusal, user_of
-from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, modes_of
+from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
 from elicithub.surfaces.mcp_task_records import TaskRecord, TaskRecords
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
 from elicithub.task_wire import (
@@ -170,9 +170,9 @@ class McpTasks:
                 if not isinstance(response, mt.ElicitResult):
                     why = f"inputResponses.{key}: the answer to a question is an ElicitResult."
                     raise MCPError(mt.INVALID_PARAMS, why)
-                if question.mode == "url" and response.action == "accept":
-                    continue  # the person goes to the link; the sign-in completes there
                 answer = Answer(response.action, response.content)
+                if ends_with_sign_in(question, answer):
+                    continue  # the person goes to the link; the sign-in completes there
                 await self.conversations.check(caller, key, answer)
                 answers.append((key, answer))
         except InvalidContent as exc:
