@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from elicithub.config import Config, ConfigError, load_config
+from elicithub.config import Config, ConfigError, DemoConfig, load_config
 from elicithub.errors import HubError
 
 app = typer.Typer(help="elicithub: let an agent pause a tool call, ask a person, and resume.", no_args_is_help=True)
@@ -19,6 +19,8 @@ config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 store_app = typer.Typer(help="Work with the hub's store.", no_args_is_help=True)
 app.add_typer(store_app, name="store")
+demo_app = typer.Typer(help="The demo.", no_args_is_help=True)
+app.add_typer(demo_app, name="demo")
 
 
 def _load(path: Path | None) -> Config:
@@ -247,6 +249,53 @@ def migrate(
     try:
         anyio.run(run)
     except HubError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@demo_app.command("servers")
+def demo_servers(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="The tracker's port; deploy, release and travel listen on the next three.")
+    ] = DemoConfig().servers_port,
+    public_host: Annotated[
+        str | None,
+        typer.Option(help="The name hubs reach these servers by (default: --host, or loopback), e.g. a service name."),
+    ] = None,
+) -> None:
+    """Run only the demo's MCP servers and A2A agent, for hubs whose config says `demo.servers_host`."""
+    import asyncio
+    import signal
+
+    from elicithub.demo.launcher import service_ports, start_demo
+
+    tracker, deploy, release, travel = service_ports(port)
+    if public_host is None and host in ("0.0.0.0", "::", ""):
+        public_host = "127.0.0.1"
+
+    async def run() -> None:
+        # As a container's first process a signal without a handler is ignored: stop on SIGTERM too.
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        async with start_demo(
+            host,
+            tracker_port=tracker,
+            deploy_port=deploy,
+            release_port=release,
+            travel_port=travel,
+            public_host=public_host,
+        ) as demo:
+            typer.echo(
+                f"demo servers: tracker {demo.tracker_url}, deploy {demo.deploy_url}, release {demo.release_url}, "
+                f"travel {demo.travel_url}"
+            )
+            await stop.wait()
+
+    try:
+        asyncio.run(run())
+    except OSError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 

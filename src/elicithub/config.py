@@ -212,6 +212,10 @@ class DemoConfig(_Strict):
 
     enabled: bool = False
     dev_user: str = Field(default="dev", min_length=1)
+    # Where `elicithub demo servers` runs them, a service of their own (hubs sharing a store must share them too);
+    # unset: each hub runs its own on loopback.
+    servers_host: str | None = Field(default=None, pattern=r"^[^\s/:]+$")
+    servers_port: int = Field(default=9101, ge=1, le=65532)  # the tracker's; deploy, release and travel follow
 
 
 SESSION_S = 8 * 3600

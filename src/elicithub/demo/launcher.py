@@ -17,6 +17,7 @@ from elicithub.demo.tracker import Tracker, base_url
 from elicithub.demo.travel import travel_app
 
 _STARTUP_TIMEOUT_S = 10.0
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:
     return [{"id": "travel", "url": travel_url}]
 
 
+def service_ports(first: int) -> tuple[int, int, int, int]:
+    """The ports of the tracker, deploy, release and travel when they run as a service from port `first` on."""
+    return first, first + 1, first + 2, first + 3
+
+
 def demo_urls(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:
     """The MCP endpoint URLs the demo servers will have on these ports."""
     tracker, deploy, release = (base_url(host, port) for port in ports)
@@ -96,8 +102,11 @@ async def start_demo(
     release_port: int = 0,
     travel_port: int = 0,
     token_ttl: float = 3600.0,
+    public_host: str | None = None,
 ) -> AsyncIterator[Demo]:
-    """Serve the demo servers until the block exits; a port of 0 picks a free one."""
+    """Serve the demo servers until the block exits; a port of 0 picks a free one. `public_host` is the name others
+    reach them by (the tracker's OAuth issuer and the travel agent's card say it), when that is not `host`: a
+    service name when they listen on 0.0.0.0 in a container."""
     sockets: list[socket.socket] = []
     try:
         for port in (tracker_port, deploy_port, release_port, travel_port):
@@ -106,8 +115,12 @@ async def start_demo(
         for sock in sockets:
             sock.close()
         raise
-    bases = [base_url(host, sock.getsockname()[1]) for sock in sockets]
-    tracker = Tracker(bases[0], token_ttl=token_ttl)
+    bases = [base_url(public_host or host, sock.getsockname()[1]) for sock in sockets]
+    # An OAuth issuer must be https or loopback (RFC 8414; the SDK enforces it): a tracker reached by a service name
+    # stays on localhost, where its sign-in works only for a browser and a hub that both reach it there.
+    named = public_host is not None and public_host not in _LOOPBACK
+    tracker_base = base_url("localhost", sockets[0].getsockname()[1]) if named else bases[0]
+    tracker = Tracker(tracker_base, token_ttl=token_ttl)
     apps: list[ASGIApp] = [
         tracker.app,
         deploy_server().streamable_http_app(host=host),

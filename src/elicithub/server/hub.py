@@ -27,7 +27,7 @@ from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, Mcp
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls
+from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls, service_ports
 from elicithub.demo.tracker import base_url
 from elicithub.metrics import Metrics
 from elicithub.runtime.admin import AdminQuestions
@@ -212,12 +212,17 @@ class Hub:
     def _with_demo(self, config: Config) -> Config:
         """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents, whose
         assistant has the configured servers' tools too. Their ports are chosen now so the bridge knows their URLs;
-        a configured id takes precedence over a demo one."""
-        self._demo_ports = (_free_port(), _free_port(), _free_port(), _free_port())
-        entries = demo_entries(*demo_urls(DEMO_HOST, self._demo_ports[:3]))
+        a configured id takes precedence over a demo one. With `demo.servers_host` the servers run elsewhere."""
+        host = config.demo.servers_host
+        if host is None:
+            host = DEMO_HOST
+            self._demo_ports = ports = (_free_port(), _free_port(), _free_port(), _free_port())
+        else:
+            ports = service_ports(config.demo.servers_port)
+        entries = demo_entries(*demo_urls(host, ports[:3]))
         taken = {s.id for s in config.mcp_servers} | {a.id for a in config.a2a_agents}
         servers = [*[McpServerConfig.model_validate(e) for e in entries if e["id"] not in taken], *config.mcp_servers]
-        travel = demo_a2a_entries(base_url(DEMO_HOST, self._demo_ports[3]))
+        travel = demo_a2a_entries(base_url(host, ports[3]))
         a2a = [*[A2aAgentConfig.model_validate(e) for e in travel if e["id"] not in taken], *config.a2a_agents]
         update: dict[str, Any] = {"mcp_servers": servers, "a2a_agents": a2a}
         agents = demo_agents([s.id for s in config.mcp_servers] + [a.id for a in config.a2a_agents])
