@@ -214,6 +214,22 @@ def test_a_new_ordinary_message_cancels_the_pending_question(hub: RunningHub) ->
     stream.close()
 
 
+def test_a_run_superseded_by_a_new_message_does_not_call_the_downstream_tool_again(hub: RunningHub) -> None:
+    provision = text_part('/call mrtr.provision {"name": "superseded"}')
+    stream = UIStream(hub.client(), ui_body("conv-moved-on", provision))
+    stream.until("data-elicitation-request")
+    with hub.client() as client:
+        client.post("/run/api/chat", json=ui_body("conv-moved-on", text_part("never mind"))).read()
+    old_rest = stream.rest()  # the old run's stream ends with the run
+    stream.close()
+    assert old_rest[-1]["type"] == "finish"
+    assert hub.downstream_calls("provision", "superseded") == 1  # the round that asked; no retry with the cancel
+    [resolved] = [p for p in old_rest if p["type"] == "data-elicitation-resolved"]
+    assert resolved["data"]["outcome"] == "cancelled"
+    [failed] = [p for p in old_rest if p["type"] == "tool-output-error"]
+    assert "stopped" in failed["errorText"]
+
+
 def test_idle_stream_carries_keep_alive_comments(make_hub: HubFactory) -> None:
     hub = make_hub(streams={"keepalive_s": 0.2})
     with (

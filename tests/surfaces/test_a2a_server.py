@@ -28,6 +28,7 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
 
+from elicithub.core.events import RunFinished
 from tests.conftest import USERS, HubAddress, RunningHub
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
@@ -196,6 +197,22 @@ def test_declining_goes_on_and_cancel_task_cancels_the_question(hub: RunningHub)
             assert canceled.status.state == TaskState.TASK_STATE_CANCELED
             late = hub.answer("alice", task.context_id, elicitation_id, "accept", {"region": "eu-west-1"})
             assert late.status_code == 409  # the question ended with the task
+
+    asyncio.run(go())
+
+
+def test_cancel_task_stops_the_run_without_calling_the_downstream_tool_again(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message('/call mrtr.provision {"name": "a2a-stopped"}'))
+            canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            asked, events = await asyncio.to_thread(hub.run_ended, question(task)["elicitationId"])
+            assert hub.downstream_calls("provision", "a2a-stopped") == 1  # the round that asked; no retry
+            assert asked.outcome == "cancelled"
+            assert RunFinished("superseded") in events
+            done = await client.get_task(GetTaskRequest(id=task.id))
+            assert done.status.state == TaskState.TASK_STATE_CANCELED
 
     asyncio.run(go())
 

@@ -14,6 +14,7 @@ from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
+from elicithub.core.events import RunFinished, ToolCallFinished
 from elicithub.task_wire import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
 from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
 from elicithub.triggers.mcp.tasks import start_core_task
@@ -140,6 +141,23 @@ def test_a_cancelled_task_ends_its_questions_and_reads_cancelled(hub: RunningHub
     url = hub.config.mcp_servers[1].url
     assert url is not None
     assert httpx.get(url.removesuffix("/mcp") + "/debug/provisioned").json().get("never", 0) == 0
+
+
+def test_a_cancelled_task_stops_its_run_without_calling_the_downstream_tool_again(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with tasks_client(hub) as (client, _):
+            handle = await start(client, '/call mrtr.provision {"name": "task-stopped"}')
+            [key] = (await get(client, handle.task_id))["inputRequests"]
+            assert ack(await cancel(client, handle.task_id))
+            asked, events = await asyncio.to_thread(hub.run_ended, key)
+            assert hub.downstream_calls("provision", "task-stopped") == 1  # the round that asked; no retry
+            assert asked.outcome == "cancelled"
+            [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
+            assert finished.is_error and "stopped" in finished.text
+            assert RunFinished("superseded") in events
+            assert (await get(client, handle.task_id))["status"] == "cancelled"
+
+    asyncio.run(go())
 
 
 def test_a_client_that_did_not_declare_the_extension_gets_no_task(hub: RunningHub) -> None:
