@@ -26,7 +26,7 @@ from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
-from elicithub.runtime.tools import CallContext, ToolOutcome, Tools
+from elicithub.runtime.tools import CallContext, ToolOutcome, Tools, stopped_call
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +179,8 @@ class Runner:
         finished = next_status(record.status, "finish")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
         await emit(RunFinished(reason))
+        if reason == "superseded" and parent.asker is not None:
+            parent.asker.stopped = True  # the run the person follows was stopped: the parent's calls end too
         return ToolOutcome(last_words(messages), is_error=reason == "error")
 
     async def _steps(
@@ -187,11 +189,15 @@ class Runner:
         messages = list(record.messages)
         reason = "stop"
         try:
+            stopped = False
             if resumed and record.tool_calls:
                 start = record.call_index
                 calls = record.tool_calls
-                record = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
+                record, stopped = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
             for _ in range(MAX_STEPS):
+                if stopped:  # while a call waited: no more calls, no more turns
+                    reason = "superseded"
+                    break
                 # Listed before each turn: a call may have connected a server whose tools were unknown.
                 specs = await self._list_tools(record, showing)
                 turn = await self.model.complete(messages, specs)
@@ -205,7 +211,10 @@ class Runner:
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
                 messages.append(_assistant_calls(turn.text, turn.tool_calls))
-                record = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
+                record, stopped = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
+                if stopped:
+                    reason = "superseded"
+                    break
             else:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
@@ -231,9 +240,10 @@ class Runner:
         emit: Emit,
         showing: Showing,
         shown: bool = False,
-    ) -> RunRecord:
+    ) -> tuple[RunRecord, bool]:
         """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again; `shown`:
-        the stream shows call `start` already (an unparked run goes on with it)."""
+        the stream shows call `start` already (an unparked run goes on with it). Whether the run was stopped while a
+        call waited: then the calls end with that one."""
         resume = record.pause if record.call_index == start else None
         checkpoint = Checkpoint(saves, record)
         for index in range(start, len(calls)):
@@ -247,15 +257,20 @@ class Runner:
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume, resumable=True)
-            with telemetry.tool_call(call.name) as span:
-                outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
-                span.note("is_error", outcome.is_error, failed=outcome.is_error)
+            if asker.stopped:  # while it waited to run again: it is not made again
+                outcome = ToolOutcome(stopped_call(call.name), is_error=True)
+            else:
+                with telemetry.tool_call(call.name) as span:
+                    outcome = await self.tools.call(call.name, call.arguments, showing.context(record, asker))
+                    span.note("is_error", outcome.is_error, failed=outcome.is_error)
             await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error))
             messages.append(
                 {"role": "tool", "tool_call_id": call.call_id, "content": outcome.text, "is_error": outcome.is_error}
             )
             await checkpoint.done(messages)
-        return checkpoint.record
+            if asker.stopped:
+                return checkpoint.record, True
+        return checkpoint.record, False
 
     def _asker(self, showing: Showing, checkpoint: Checkpoint, resume: Pause | None) -> Asker:
         return Asker(

@@ -154,14 +154,14 @@ class A2aSurface:
             )
         return [(forms[0].id, Answer("accept", {field: text}))]
 
-    async def cancel_questions(self, task_id: str, context: ServerCallContext) -> None:
-        caller = caller_of(context)
+    async def stop(self, task_id: str, context: ServerCallContext) -> None:
+        """CancelTask: the task's run stops, as an MCP task's does: its questions are cancelled and it makes no more
+        calls (a question cancelled as an answer would go on downstream). A task whose run never paused is one the
+        SDK cancels by itself."""
         task = await self.tasks.get(task_id, context)
-        if task is None:
-            return
-        for elicitation in await self.conversations.open_questions(caller, _asked_by(task)):
-            with contextlib.suppress(HubError):
-                await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
+        run_id = paused_at(task).get("runId") if task is not None else None
+        if task is not None and isinstance(run_id, str):
+            await self.conversations.stop(caller_of(context), task.context_id, run_id)
 
 
 class _Handler(DefaultRequestHandler):
@@ -213,7 +213,7 @@ class _Handler(DefaultRequestHandler):
             shown = current
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        await self.surface.cancel_questions(params.id, context)
+        await self.surface.stop(params.id, context)
         task: Task | None = await super().on_cancel_task(params, context)
         return task
 
@@ -256,7 +256,7 @@ class _Executor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.call_context is not None and context.task_id is not None:
-            await self.surface.cancel_questions(context.task_id, context.call_context)
+            await self.surface.stop(context.task_id, context.call_context)
         assert context.task_id is not None and context.context_id is not None
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
