@@ -160,6 +160,20 @@ def test_a_cancelled_task_stops_its_run_without_calling_the_downstream_tool_agai
     asyncio.run(go())
 
 
+def test_a_question_the_person_cancels_is_an_answer_the_downstream_tool_gets(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with tasks_client(hub) as (client, _):
+            handle = await start(client, '/call mrtr.provision {"name": "person-cancelled"}')
+            [key] = (await get(client, handle.task_id))["inputRequests"]
+            assert ack(await update(client, handle.task_id, {key: {"action": "cancel"}}))
+            done = await until_ended(client, handle.task_id)
+            assert done["status"] == "completed"  # the run went on: only the question was cancelled
+            assert "the user chose cancel" in done["result"]["content"][0]["text"]
+
+    asyncio.run(go())
+    assert hub.downstream_calls("provision", "person-cancelled") == 2  # the round, and its retry with the cancel
+
+
 def test_a_client_that_did_not_declare_the_extension_gets_no_task(hub: RunningHub) -> None:
     async def go() -> None:
         async with tasks_client(hub) as (client, _):
