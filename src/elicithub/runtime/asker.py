@@ -75,8 +75,10 @@ class Asker:
 
     async def active(self) -> bool:
         """Whether the run still has its conversation: a call working on without asking (a downstream task) stops
-        once a new message has superseded it."""
-        return await self._active()
+        once a new message has superseded it (or the run was stopped), and so does the run."""
+        active = await self._active()
+        self.stopped = self.stopped or not active
+        return active
 
     def forget_earlier(self) -> None:
         """The call went past where it was interrupted: the questions it asks from now on are new ones, even when
@@ -179,8 +181,8 @@ class Asker:
         with telemetry.questions(waiting) as ended:
             resolutions = await self.broker.wait_all(ids, ended, {e.id: e for e in waiting})
         if not self.stopped and any(r.outcome == "cancelled" for r in resolutions):
-            # Its person's cancel, or the run's stop: a stop takes the run from the conversation before it cancels.
-            self.stopped = not await self._active()
+            # Its person's cancel, or the run's stop: a stop takes the run from its conversation before it cancels.
+            await self.active()
         return resolutions
 
     async def _asked_before(self, elicitation: Elicitation) -> Elicitation | None:

@@ -188,8 +188,8 @@ class Runner:
     ) -> tuple[RunRecord, list[Message], str]:
         messages = list(record.messages)
         reason = "stop"
+        stopped = False
         try:
-            stopped = False
             if resumed and record.tool_calls:
                 start = record.call_index
                 calls = record.tool_calls

@@ -155,12 +155,14 @@ class A2aSurface:
         return [(forms[0].id, Answer("accept", {field: text}))]
 
     async def stop(self, task_id: str, context: ServerCallContext) -> None:
-        """CancelTask: the task's run stops, as an MCP task's does: its questions are cancelled and it makes no more
-        calls (a question cancelled as an answer would go on downstream). A task whose run never paused is one the
-        SDK cancels by itself."""
+        """CancelTask: the run the task paused in stops, as an MCP task's does: its questions are cancelled and it
+        makes no more calls (answered `cancel` instead, they went on downstream as the person's answer). A task that
+        never paused names no run: the SDK cancels the task alone."""
         task = await self.tasks.get(task_id, context)
-        run_id = paused_at(task).get("runId") if task is not None else None
-        if task is not None and isinstance(run_id, str):
+        if task is None:
+            return
+        run_id = paused_at(task).get("runId")
+        if isinstance(run_id, str):
             await self.conversations.stop(caller_of(context), task.context_id, run_id)
 
 
