@@ -19,6 +19,9 @@ import pytest
 import uvicorn
 
 from elicithub.config import Config, parse_config
+from elicithub.core.elicitation import Elicitation
+from elicithub.core.events import StreamEvent
+from elicithub.runtime.conversations import Caller
 from elicithub.server.app import create_app
 from elicithub.server.hub import Hub
 
@@ -155,6 +158,29 @@ class RunningHub(HubAddress):
     def on_loop(self, work: Coroutine[Any, Any, T]) -> T:
         """Run `work` (e.g. a read of the hub's stores) on the hub's own event loop."""
         return self.served.on_loop(work)
+
+    def run_ended(self, elicitation_id: str) -> tuple[Elicitation, list[StreamEvent]]:
+        """Once the run that asked `elicitation_id` has ended: the question as stored then, and the run's events up
+        to its RunFinished (read from its conversation's log, so the end is waited for, never slept on)."""
+
+        async def read() -> tuple[Elicitation, list[StreamEvent]]:
+            asked = await self.hub.store.get(elicitation_id)
+            assert asked is not None, elicitation_id
+            caller = Caller(asked.user_id)
+            following = await self.hub.conversations.follow(caller, asked.conversation_id, asked.run_id, 0)
+            events = [event async for _, event in following.events]
+            ended = await self.hub.store.get(elicitation_id)
+            assert ended is not None
+            return ended, events
+
+        return self.on_loop(read())
+
+    def downstream_calls(self, tool: str, name: str) -> int:
+        """How many `tools/call` requests the `mrtr` server has had for `tool` with argument `name`."""
+        url = next(s.url for s in self.config.mcp_servers if s.id == "mrtr")
+        assert url is not None
+        called: dict[str, int] = httpx.get(url.removesuffix("/mcp") + "/debug/called").json()
+        return called.get(f"{tool}:{name}", 0)
 
 
 HubFactory = Callable[..., RunningHub]

@@ -28,7 +28,7 @@ from elicithub.core.runs import ToolCall, conversation_key
 from elicithub.errors import BadRequest, ConversationNotFound, ElicitationNotFound
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.loop import Runner
-from elicithub.runtime.models import ScriptedModel, ToolSpec
+from elicithub.runtime.models import ModelTurn, ScriptedModel, ToolSpec
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import open_backend
@@ -191,6 +191,33 @@ async def test_a_stopped_run_cancels_its_question_ends_and_keeps_nothing(backend
         assert not await hub.conversations.stop(ALICE, conversation, run_id)  # once
         record = await hub.conversations.get(ALICE, conversation)
         assert record.active_run_id is None and [m["content"] for m in record.messages] == [ASK]
+
+
+class AskThenEcho:
+    """A model that makes two calls in one turn, `t.ask` then `t.echo`, and says what they gave after."""
+
+    name = "ask-then-echo"
+
+    def __init__(self) -> None:
+        self.turns = 0
+
+    async def complete(self, messages: list[Any], tools: list[ToolSpec]) -> ModelTurn:
+        self.turns += 1
+        if messages[-1]["role"] == "tool":
+            return ModelTurn(text="done")
+        return ModelTurn(tool_calls=[ToolCall("call_1", "t.ask", {}), ToolCall("call_2", "t.echo", {})])
+
+
+async def test_a_run_stopped_while_a_call_waits_makes_no_more_calls_and_no_more_turns(backend: Backend) -> None:
+    async with instance(backend) as hub:
+        model = hub.conversations.runner.model = AskThenEcho()
+        conversation, events = await started(hub, ALICE, "chat-stop-two", "ask, then echo")
+        asked = next(e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested))
+        assert await hub.conversations.stop(ALICE, conversation, asked.elicitation.run_id)
+        rest = await events_until(events, RunFinished)
+        assert hub.tools.calls == 1 and model.turns == 1  # t.echo never called, the model never asked again
+        assert ToolCallFinished("call_1", "t.ask", "cancelled: None", True) in rest  # the call hears the stop
+        assert rest[-1] == RunFinished("superseded")
 
 
 async def test_a_message_to_a_conversation_stored_in_an_earlier_form_goes_in_by_compare_and_set(

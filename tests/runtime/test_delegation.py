@@ -152,5 +152,9 @@ def test_a_new_message_ends_the_delegated_runs_and_cancels_their_questions(
     async def after() -> list[Any]:
         return [await hub.hub.backend.runs.get(r.run_id) for r in runs]
 
-    assert [r.status for r in hub.on_loop(after())] == ["finished", "finished", "finished"]
+    ended = hub.on_loop(after())
+    assert [r.status for r in ended] == ["finished", "finished", "finished"]
+    # Each run ends with the call it was in: no turn after it, no call the model might still ask for.
+    assert [r.messages[-1]["role"] for r in ended] == ["tool", "tool", "tool"]
     assert "deleg5" not in provisioned(mrtr_server)
+    assert hub.downstream_calls("provision", "deleg5") == 1  # the round that asked; no retry with the cancel

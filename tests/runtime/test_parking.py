@@ -168,7 +168,9 @@ async def test_a_stopped_parked_run_ends_as_a_waiting_one_does(backend: Backend)
         assert [e for e in rest if isinstance(e, ElicitationResolved)] == [
             ElicitationResolved(i, "cancelled") for i in asked
         ]
-        assert TextDelta("cancelled: None, cancelled: None") in rest  # its call heard, as a waiting one would
+        # Its call heard, as a waiting one would; and the run ends with it: no more turns, no more calls.
+        assert ToolCallFinished("call_1", "t.round", "cancelled: None, cancelled: None", False) in rest
+        assert rest[-1] == RunFinished("superseded") and not any(isinstance(e, StepStarted) for e in rest)
         assert hub.conversations.parked() == 0
         record = await hub.conversations.get(ALICE, "park-stop")  # stopped: what it said is not kept
         assert record.active_run_id is None and [m["content"] for m in record.messages] == ['/call t.round {"n": 2}']

@@ -207,11 +207,26 @@ def test_a_new_ordinary_message_cancels_the_pending_question(hub: RunningHub) ->
     reader.join(timeout=20)
     resolved = next(p for p in old_rest if p["type"] == "data-elicitation-resolved")
     assert resolved["data"]["outcome"] == "cancelled"
-    assert "Tool error: Provisioning of orders stopped: the user chose cancel." in text_of(old_rest)
+    [failed] = [p for p in old_rest if p["type"] == "tool-output-error"]  # the tool gets a cancellation
+    assert failed["errorText"] == "The run was stopped; the call to mrtr.provision was cancelled."
     assert old_rest[-1]["type"] == "finish"
     assert text_of(new_parts) == "echo: instead"
     assert hub.answer("alice", "conv-mind", part["id"], "accept", {"region": "eu-west-1"}).status_code == 409
     stream.close()
+
+
+def test_a_run_superseded_by_a_new_message_does_not_call_the_downstream_tool_again(hub: RunningHub) -> None:
+    provision = text_part('/call mrtr.provision {"name": "superseded"}')
+    stream = UIStream(hub.client(), ui_body("conv-moved-on", provision))
+    stream.until("data-elicitation-request")
+    with hub.client() as client:
+        client.post("/run/api/chat", json=ui_body("conv-moved-on", text_part("never mind"))).read()
+    old_rest = stream.rest()  # the old run's stream ends with the run
+    stream.close()
+    assert old_rest[-1]["type"] == "finish"
+    assert hub.downstream_calls("provision", "superseded") == 1  # the round that asked; no retry with the cancel
+    [resolved] = [p for p in old_rest if p["type"] == "data-elicitation-resolved"]
+    assert resolved["data"]["outcome"] == "cancelled"
 
 
 def test_idle_stream_carries_keep_alive_comments(make_hub: HubFactory) -> None:

@@ -118,6 +118,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
 
 async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) -> CallToolResult | InputRequiredResult:
     name = str((params.arguments or {}).get("name", "db"))
+    CALLED[f"{params.name}:{name}"] += 1
     if params.name == "provision":
         answer = answered(params, "region")
         if answer is None:
@@ -190,11 +191,20 @@ PROVISIONED: Counter[str] = Counter()
 """How many times each name was provisioned: a tool call that completes twice shows here."""
 
 
+CALLED: Counter[str] = Counter()
+"""How many `tools/call` requests came for each tool and name (`provision:orders`), retries of a round included."""
+
+
 async def provisioned(request: Request) -> Response:
     return JSONResponse(dict(PROVISIONED))
+
+
+async def called(request: Request) -> Response:
+    return JSONResponse(dict(CALLED))
 
 
 if __name__ == "__main__":
     app = server.streamable_http_app()
     app.router.routes.append(Route("/debug/provisioned", provisioned, methods=["GET"]))
+    app.router.routes.append(Route("/debug/called", called, methods=["GET"]))
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 import elicithub
 from elicithub.core.elicitation import State
+from elicithub.core.events import RunFinished
 from tests.conftest import USERS, HubAddress, RunningHub
 from tests.surfaces.test_mcp_server import connected, retry
 
@@ -208,6 +209,22 @@ def test_declining_goes_on_and_cancel_task_cancels_the_question(hub: RunningHub)
             assert canceled.status.state == TaskState.TASK_STATE_CANCELED
             late = hub.answer("alice", task.context_id, elicitation_id, "accept", {"region": "eu-west-1"})
             assert late.status_code == 409  # the question ended with the task
+
+    asyncio.run(go())
+
+
+def test_cancel_task_stops_the_run_without_calling_the_downstream_tool_again(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message('/call mrtr.provision {"name": "a2a-stopped"}'))
+            canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            asked, events = await asyncio.to_thread(hub.run_ended, question(task)["elicitationId"])
+            assert hub.downstream_calls("provision", "a2a-stopped") == 1  # the round that asked; no retry
+            assert asked.outcome == "cancelled"
+            assert RunFinished("superseded") in events
+            done = await client.get_task(GetTaskRequest(id=task.id))
+            assert done.status.state == TaskState.TASK_STATE_CANCELED
 
     asyncio.run(go())
 

@@ -15,6 +15,7 @@ from mcp.client import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from elicithub.core.elicitation import State
+from elicithub.core.events import RunFinished, ToolCallFinished
 from elicithub.surfaces import mcp_tasks
 from elicithub.task_wire import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
 from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
@@ -142,6 +143,37 @@ def test_a_cancelled_task_ends_its_questions_and_reads_cancelled(hub: RunningHub
     url = hub.config.mcp_servers[1].url
     assert url is not None
     assert httpx.get(url.removesuffix("/mcp") + "/debug/provisioned").json().get("never", 0) == 0
+
+
+def test_a_cancelled_task_stops_its_run_without_calling_the_downstream_tool_again(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with tasks_client(hub) as (client, _):
+            handle = await start(client, '/call mrtr.provision {"name": "task-stopped"}')
+            [key] = (await get(client, handle.task_id))["inputRequests"]
+            assert ack(await cancel(client, handle.task_id))
+            asked, events = await asyncio.to_thread(hub.run_ended, key)
+            assert hub.downstream_calls("provision", "task-stopped") == 1  # the round that asked; no retry
+            assert asked.outcome == "cancelled"
+            [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
+            assert finished.is_error and "stopped" in finished.text
+            assert RunFinished("superseded") in events
+            assert (await get(client, handle.task_id))["status"] == "cancelled"
+
+    asyncio.run(go())
+
+
+def test_a_question_the_person_cancels_is_an_answer_the_downstream_tool_gets(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with tasks_client(hub) as (client, _):
+            handle = await start(client, '/call mrtr.provision {"name": "person-cancelled"}')
+            [key] = (await get(client, handle.task_id))["inputRequests"]
+            assert ack(await update(client, handle.task_id, {key: {"action": "cancel"}}))
+            done = await until_ended(client, handle.task_id)
+            assert done["status"] == "completed"  # the run went on: only the question was cancelled
+            assert "the user chose cancel" in done["result"]["content"][0]["text"]
+
+    asyncio.run(go())
+    assert hub.downstream_calls("provision", "person-cancelled") == 2  # the round, and its retry with the cancel
 
 
 def test_a_client_that_did_not_declare_the_extension_gets_no_task(hub: RunningHub) -> None:

@@ -39,6 +39,9 @@ class Asker:
     message has superseded it is cancelled at once. `parking`: where the run may park, ending its task while a
     round waits, when the trigger can go on from the pause alone (raising Parked; it resumes from its pause).
     `checked`: saves a pause and reads `active` in one go, after the questions are stored (else read after them).
+
+    `stopped`: a question of this call ended because the run was stopped (its task cancelled, a new message): the
+    cancellation is no person's answer, so the call must not take it downstream (a retry, a new call), only end.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class Asker:
         self._checked = checked
         self._earlier = list(resume.elicitation_ids.values()) if resume is not None else []
         self.paused = False
+        self.stopped = False
 
     def resume_from(self) -> Pause | None:
         """Where the interrupted call stopped, the first time the call asks; None afterwards."""
@@ -71,8 +75,10 @@ class Asker:
 
     async def active(self) -> bool:
         """Whether the run still has its conversation: a call working on without asking (a downstream task) stops
-        once a new message has superseded it."""
-        return await self._active()
+        once a new message has superseded it (or the run was stopped), and so does the run."""
+        active = await self._active()
+        self.stopped = self.stopped or not active
+        return active
 
     def forget_earlier(self) -> None:
         """The call went past where it was interrupted: the questions it asks from now on are new ones, even when
@@ -113,6 +119,7 @@ class Asker:
                 # Superseded meanwhile. The supersede cancelled what the run's pause named when it read it, which
                 # may have been before these were stored; read after storing them, one of the two sees every one.
                 await self.broker.cancel(list(ids.values()))
+                self.stopped = True
                 return await self._wait([ids[k] for k in keys], shown={}, parking=parking)
             return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh}, parking=parking)
 
@@ -172,7 +179,11 @@ class Asker:
                 raise Parked
             parking.release()
         with logfields.about(elicitation_id=",".join(ids)), telemetry.questions(waiting) as ended:
-            return await self.broker.wait_all(ids, ended, {e.id: e for e in waiting})
+            resolutions = await self.broker.wait_all(ids, ended, {e.id: e for e in waiting})
+        if not self.stopped and any(r.outcome == "cancelled" for r in resolutions):
+            # Its person's cancel, or the run's stop: a stop takes the run from its conversation before it cancels.
+            await self.active()
+        return resolutions
 
     async def _asked_before(self, elicitation: Elicitation) -> Elicitation | None:
         """The same question asked before the interruption, if any (a rerun asks its questions again)."""

@@ -27,7 +27,7 @@ from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
-from elicithub.runtime.tools import CallContext, Progress, ToolOutcome, Tools
+from elicithub.runtime.tools import CallContext, Progress, ToolOutcome, Tools, stopped_call
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +187,8 @@ class Runner:
         finished = next_status(record.status, "finish")
         await self.runs.save(record.with_(messages=messages, tool_calls=[], pause=None, status=finished))
         await emit(RunFinished(reason))
+        if reason == "superseded" and parent.asker is not None:
+            parent.asker.stopped = True  # the run the person follows was stopped: the parent's calls end too
         return ToolOutcome(last_words(messages), is_error=reason == "error")
 
     async def _steps(
@@ -194,12 +196,16 @@ class Runner:
     ) -> tuple[RunRecord, list[Message], str]:
         messages = list(record.messages)
         reason = "stop"
+        stopped = False
         try:
             if resumed and record.tool_calls:
                 start = record.call_index
                 calls = record.tool_calls
-                record = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
+                record, stopped = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
             for _ in range(MAX_STEPS):
+                if stopped:  # while a call waited: no more calls, no more turns
+                    reason = "superseded"
+                    break
                 # Listed before each turn: a call may have connected a server whose tools were unknown.
                 specs = await self._list_tools(record, showing)
                 turn = await self.model.complete(messages, specs)
@@ -213,7 +219,10 @@ class Runner:
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
                 messages.append(_assistant_calls(turn.text, turn.tool_calls))
-                record = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
+                record, stopped = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
+                if stopped:
+                    reason = "superseded"
+                    break
             else:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
@@ -239,9 +248,10 @@ class Runner:
         emit: Emit,
         showing: Showing,
         shown: bool = False,
-    ) -> RunRecord:
+    ) -> tuple[RunRecord, bool]:
         """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again; `shown`:
-        the stream shows call `start` already (an unparked run goes on with it)."""
+        the stream shows call `start` already (an unparked run goes on with it). Whether the run was stopped while a
+        call waited: then the calls end with that one."""
         resume = record.pause if record.call_index == start else None
         checkpoint = Checkpoint(saves, record)
         for index in range(start, len(calls)):
@@ -255,7 +265,9 @@ class Runner:
                 # The call runs again from its start: first let the questions it asked before be answered,
                 # so they show at once; asked again, they get those answers.
                 await asker.answers(resume, resumable=True)
-            if call.error is not None:
+            if asker.stopped:  # while it waited to run again: it is not made again
+                outcome = ToolOutcome(stopped_call(call.name), is_error=True)
+            elif call.error is not None:
                 outcome = ToolOutcome(call.error, is_error=True)  # the model is told why, and may call again
             else:
                 context = showing.context(record, asker, partial(_progress, emit, call.call_id))
@@ -267,7 +279,9 @@ class Runner:
                 {"role": "tool", "tool_call_id": call.call_id, "content": outcome.text, "is_error": outcome.is_error}
             )
             await checkpoint.done(messages)
-        return checkpoint.record
+            if asker.stopped:
+                return checkpoint.record, True
+        return checkpoint.record, False
 
     def _asker(self, showing: Showing, checkpoint: Checkpoint, resume: Pause | None) -> Asker:
         return Asker(

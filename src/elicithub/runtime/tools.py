@@ -70,6 +70,11 @@ def cannot_ask(context: CallContext, needs: str, mode: str) -> str:
     )
 
 
+def stopped_call(name: str) -> str:
+    """A tool's error when its run was stopped while it waited (its task cancelled, a new message came)."""
+    return f"The run was stopped; the call to {name} was cancelled."
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
     text: str

@@ -160,14 +160,16 @@ class A2aSurface:
             )
         return [(forms[0].id, Answer("accept", {field: text}))]
 
-    async def cancel_questions(self, task_id: str, context: ServerCallContext) -> None:
-        caller = caller_of(context)
+    async def stop(self, task_id: str, context: ServerCallContext) -> None:
+        """CancelTask: the run the task paused in stops, as an MCP task's does: its questions are cancelled and it
+        makes no more calls (answered `cancel` instead, they went on downstream as the person's answer). A task that
+        never paused names no run: the SDK cancels the task alone."""
         task = await self.tasks.get(task_id, context)
         if task is None:
             return
-        for elicitation in await self.conversations.open_questions(caller, _asked_by(task)):
-            with contextlib.suppress(HubError):
-                await self.conversations.answer(caller, elicitation.id, Answer("cancel"))
+        run_id = paused_at(task).get("runId")
+        if isinstance(run_id, str):
+            await self.conversations.stop(caller_of(context), task.context_id, run_id)
 
 
 class _Handler(DefaultRequestHandler):
@@ -219,7 +221,7 @@ class _Handler(DefaultRequestHandler):
             shown = current
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        await self.surface.cancel_questions(params.id, context)
+        await self.surface.stop(params.id, context)
         task: Task | None = await super().on_cancel_task(params, context)
         return task
 
@@ -262,7 +264,7 @@ class _Executor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.call_context is not None and context.task_id is not None:
-            await self.surface.cancel_questions(context.task_id, context.call_context)
+            await self.surface.stop(context.task_id, context.call_context)
         assert context.task_id is not None and context.context_id is not None
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 

@@ -15,7 +15,7 @@ from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.asker import Asker
-from elicithub.runtime.tools import CallContext, cannot_ask
+from elicithub.runtime.tools import CallContext, cannot_ask, stopped_call
 
 
 class Question:
@@ -28,7 +28,8 @@ class Question:
         self.tool = tool
         self.timeout_s = timeout_s
         self.failure: str | None = None
-        """Set when a question ended the call on our side (unsupported, expired); it becomes the tool error."""
+        """Set when a question ended the call on our side (unsupported, expired, the run stopped); it becomes the
+        tool error, and the call goes no further downstream."""
         self.asked = False
         """Whether the call has asked anything yet (so the server saw it: it must not be sent again)."""
         self.task_id: str | None = None
@@ -84,6 +85,9 @@ class Question:
                 f"the call to {self.server_id}.{self.tool} was not completed."
             )
             return mt.ElicitResult(action="cancel")
+        if resolution.outcome == "cancelled" and self.asker.stopped:
+            self.failure = stopped_call(f"{self.server_id}.{self.tool}")
+            return mt.ElicitResult(action="cancel")  # only a question still open downstream hears it
         action = _ACTIONS[resolution.outcome]
         content = resolution.content if action == "accept" and elicitation.mode == "form" else None
         return mt.ElicitResult(action=action, content=content)
