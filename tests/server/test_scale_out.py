@@ -54,7 +54,11 @@ class ServedHub(HubAddress):
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=20)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 @pytest.fixture(scope="module", params=["redis", "postgres"])
@@ -91,11 +95,13 @@ def hubs(
         )
     )
     a, b = ServedHub(config, workdir / "a.log"), ServedHub(config, workdir / "b.log")
-    a.wait()
-    b.wait()
-    yield a, b
-    a.stop()
-    b.stop()
+    try:
+        a.wait()
+        b.wait()
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
 
 
 def items(response: httpx.Response) -> Iterator[str | dict[str, Any]]:
