@@ -83,6 +83,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (key, pos)
     );
     """,
+    # 3: the NOTIFY channels of the hubs that wait on each elicitation, which alone hear its end. Hubs of step 2
+    # NOTIFY and LISTEN on one channel shared by all, so hubs of steps 2 and 3 would not hear each other's ends:
+    # like step 2, this step wants them stopped first (README says so).
+    """
+    ALTER TABLE elicithub_elicitations ADD COLUMN waiters text[] NOT NULL DEFAULT '{}';
+    """,
 )
 
 LATEST = len(MIGRATIONS)
