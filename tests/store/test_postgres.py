@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -12,14 +14,22 @@ import anyio
 import asyncpg
 import pytest
 
-from elicithub.core.elicitation import State, utcnow
+from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.runs import ConversationRecord
 from elicithub.errors import StoreUnusable
 from elicithub.store import open_backend
-from elicithub.store.postgres import PostgresBackend, conversations, elicitations, events, kv, runs
+from elicithub.store.postgres import (
+    PostgresBackend,
+    PostgresElicitations,
+    conversations,
+    elicitations,
+    events,
+    kv,
+    runs,
+)
 from elicithub.store.postgres.schema import LATEST, MIGRATIONS, migrate, version
 from tests.core_fixtures import PostgresServer
-from tests.store.test_stores import make
+from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
 
@@ -76,24 +86,39 @@ async def test_a_database_of_the_previous_version_gets_only_the_new_step_and_kee
     connection = await asyncpg.connect(url)
     try:
         assert await migrate(connection, MIGRATIONS[:-1]) == list(range(1, LATEST))
-        # Records as hubs of that version wrote them: a conversation with its messages inline, an instance's beat.
+        # Records as hubs of earlier versions wrote them: a conversation with its messages inline, an instance's
+        # beat, a pending question without waiters.
         said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
         data = {**ConversationRecord("c1", "chat-1", "alice", version=1).to_json(), "messages": said}
         await connection.execute(
             "INSERT INTO elicithub_conversations VALUES ('c1', 1, false, 1.0, $1)", json.dumps(data)
         )
         await connection.execute("INSERT INTO elicithub_instances VALUES ('hub_a', 1.0)")
+        e = make()
+        await connection.execute(
+            "INSERT INTO elicithub_elicitations (id, state, expires_at, data) VALUES ($1, 'pending', $2, $3)",
+            e.id,
+            e.expires_at.timestamp(),
+            json.dumps(e.to_json()),
+        )
         assert await migrate(connection) == [LATEST]
         assert await migrate(connection) == []  # applied once
         assert await connection.fetchval("SELECT count(*) FROM elicithub_instances") == 1
     finally:
         await connection.close()
-    backend = open_backend(url)
+    backend, other = open_backend(url), open_backend(url)
     try:
         found = await backend.conversations.get("c1")
         assert found is not None and found.messages == said
+        async with contextlib.aclosing(backend.elicitations.resolutions()) as notices:
+            with anyio.fail_after(5):
+                assert await anext(notices) is None
+                assert await backend.elicitations.watch(e.id) == e  # the hub that resumes its run waits on it
+                assert await other.elicitations.transition(e.id, State.DECLINED, Answer("decline"), NOW)
+                assert await anext(notices) == e.id
     finally:
         await backend.close()
+        await other.close()
 
 
 async def test_a_hub_refuses_a_schema_newer_than_it_knows_and_says_so(postgres_server: PostgresServer) -> None:
@@ -169,6 +194,85 @@ async def test_a_reader_waiting_while_the_listener_is_down_catches_up_when_it_li
         await reader.close()
 
 
+@pytest.fixture
+async def three(postgres_url: str) -> AsyncIterator[tuple[PostgresElicitations, ...]]:
+    """Three clients of one database, each with its own pool and listening connection, as three hubs would have."""
+    clients = tuple(PostgresElicitations(postgres_url) for _ in range(3))
+    yield clients
+    for client in clients:
+        await client.close()
+
+
+async def test_only_the_clients_that_wait_on_a_question_hear_its_end(three: tuple[PostgresElicitations, ...]) -> None:
+    # a stores the questions (so waits on them), c waits on one it did not store, b only answers: b's listening
+    # connection receives no notice of them. Notices come in the order their transactions committed, so a first
+    # notice naming a question ended after them shows that none came before it (counted, not timed).
+    a, b, c = three
+    first, second, later = make(), make(), make()
+    await a.put(first)
+    await a.put(second)
+    async with (
+        contextlib.aclosing(a.resolutions()) as heard_by_a,
+        contextlib.aclosing(b.resolutions()) as heard_by_b,
+        contextlib.aclosing(c.resolutions()) as heard_by_c,
+    ):
+        with anyio.fail_after(5):
+            assert [await anext(heard_by_a), await anext(heard_by_b), await anext(heard_by_c)] == [None] * 3
+            watched = await c.watch(first.id)
+            assert watched is not None and watched.state is State.PENDING
+            assert await b.transition(first.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW)
+            assert await b.transition(second.id, State.DECLINED, Answer("decline"), NOW)
+            assert [await anext(heard_by_a), await anext(heard_by_a)] == [first.id, second.id]
+            assert await anext(heard_by_c) == first.id
+            await b.put(later)  # now b waits on one
+            assert await a.transition(later.id, State.EXPIRED, None, NOW)
+            assert await anext(heard_by_b) == later.id  # its first notice since it listens
+            ended = await c.watch(later.id)  # ended: c does not join its waiters
+            assert ended is not None and ended.state is State.EXPIRED
+            await c.put(third := make())
+            assert await b.transition(third.id, State.EXPIRED, None, NOW)
+            assert await anext(heard_by_c) == third.id  # nothing of `second` or `later` came before it
+
+
+async def test_a_watch_racing_the_end_either_reads_the_end_or_hears_it(three: tuple[PostgresElicitations, ...]) -> None:
+    # b ends each question while c watches it, both at once: a watch ordered before the end is among the waiters
+    # the end notifies, one ordered after it reads the end. Then an end of c's own comes last, so what c heard
+    # before it is all it hears of them.
+    a, b, c = three
+    questions = [make() for _ in range(20)]
+    for e in questions:
+        await a.put(e)
+    async with contextlib.aclosing(c.resolutions()) as heard_by_c:
+        with anyio.fail_after(10):
+            assert await anext(heard_by_c) is None
+            read_pending = set()
+            for e in questions:
+                watched, ended = await asyncio.gather(c.watch(e.id), b.transition(e.id, State.DECLINED, None, NOW))
+                assert ended and watched is not None
+                if watched.state is State.PENDING:
+                    read_pending.add(e.id)
+            await c.put(last := make())
+            assert await b.transition(last.id, State.EXPIRED, None, NOW)
+            heard = set()
+            while (elicitation_id := await anext(heard_by_c)) != last.id:
+                heard.add(elicitation_id)
+    assert heard == read_pending
+
+
+async def test_after_listening_again_a_client_hears_the_ends_of_its_questions(
+    postgres_server: PostgresServer, three: tuple[PostgresElicitations, ...]
+) -> None:
+    a, b, _ = three
+    async with contextlib.aclosing(a.resolutions()) as heard_by_a:
+        with anyio.fail_after(10):
+            assert await anext(heard_by_a) is None
+            assert postgres_server.kill_listeners() == 1
+            assert await anext(heard_by_a) is None  # listening again: re-read what you wait on
+            await a.put(e := make())
+            assert await b.transition(e.id, State.CANCELLED, Answer("cancel"), NOW)
+            assert await anext(heard_by_a) == e.id
+
+
 async def test_an_answer_on_another_hub_wakes_the_waiter_within_milliseconds(postgres_url: str) -> None:
     here, there = open_backend(postgres_url), open_backend(postgres_url)
     try:
@@ -177,7 +281,7 @@ async def test_an_answer_on_another_hub_wakes_the_waiter_within_milliseconds(pos
         latencies = []
         for _ in range(20):
             e = make()
-            await there.elicitations.put(e)
+            await here.elicitations.put(e)  # the hub that asks waits on it
             started = time.perf_counter()
             assert await there.elicitations.transition(e.id, State.DECLINED, None, utcnow())
             with anyio.fail_after(5):
@@ -235,6 +339,7 @@ async def test_purges_go_in_batches_until_nothing_old_is_left(
 HOT_PATH = [
     (elicitations.GET, ("eli_1",)),
     (elicitations.GET_PENDING, ("eli_1",)),
+    (elicitations.WATCH, ("eli_1", "elicithub_resolved_0")),
     (elicitations.TRANSITION, ("eli_1", "declined", 1.0, "{}")),
     (elicitations.DUE, (1.0, 500)),
     (elicitations.PURGE, (1.0, 2000)),

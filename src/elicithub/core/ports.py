@@ -54,7 +54,7 @@ class ElicitationStore(Protocol):
 
     def resolutions(self) -> AsyncGenerator[str | None, None]:
         """The ids of elicitations as they reach a terminal state, through any client of this store (this one too):
-        at least those this client stored or watches (Redis: only those; the others: every one).
+        at least those this client stored or watches (Redis, Postgres: only those; memory, SQLite: every one).
 
         The first item is None, once listening has begun; None comes again whenever listening had to start over
         (a lost connection), since ids resolved in between are not replayed: re-read what you wait for. A store

@@ -33,7 +33,9 @@ class PostgresDb:
         self._opening = asyncio.Lock()
         self._notice_handlers: dict[str, Callable[[str], object]] = {}
         self._restart_handlers: list[Callable[[], object]] = []
-        self.listener = Listener(lambda: self.connect(LISTENER_NAME), self._notice, self._restart)
+        self.listener = Listener(
+            lambda: self.connect(LISTENER_NAME), lambda: tuple(self._notice_handlers), self._notice, self._restart
+        )
 
     async def connect(self, name: str = "elicithub") -> asyncpg.Connection:
         """A connection of its own, apart from the pool (the listener holds one for as long as it runs); `name`
@@ -62,6 +64,7 @@ class PostgresDb:
         return self._pool
 
     def on_notice(self, channel: str, handler: Callable[[str], object]) -> None:
+        """Hand `channel`'s notices to `handler`; the listener listens on every channel named before it starts."""
         self._notice_handlers[channel] = handler
 
     def on_restart(self, handler: Callable[[], object]) -> None:

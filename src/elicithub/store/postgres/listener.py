@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 import asyncpg
 
 log = logging.getLogger(__name__)
 
-RESOLVED = "elicithub_resolved"
-"""NOTIFY channel: the id of an elicitation that reached its terminal state."""
 APPENDED = "elicithub_appended"
 """NOTIFY channel: the key of an event log that got an event."""
 
@@ -24,16 +22,19 @@ CLOSE_S = 2.0
 
 
 class Listener:
-    """Hands each notice to `on_notice(channel, payload)`; after listening again calls `on_restart()`, since
-    notices sent while the connection was down are lost: whoever waits must re-read."""
+    """Listens on `channels()` (read each time it connects), hands each notice to `on_notice(channel, payload)`;
+    after listening again calls `on_restart()`, since notices sent while the connection was down are lost: whoever
+    waits must re-read."""
 
     def __init__(
         self,
         connect: Callable[[], Awaitable[asyncpg.Connection]],
+        channels: Callable[[], Collection[str]],
         on_notice: Callable[[str, str], None],
         on_restart: Callable[[], None],
     ) -> None:
         self._connect = connect
+        self._channels = channels
         self._on_notice = on_notice
         self._on_restart = on_restart
         self._task: asyncio.Task[None] | None = None
@@ -76,7 +77,7 @@ class Listener:
         """Listen on `connection` until it is lost."""
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _: lost.set())
-        for channel in (RESOLVED, APPENDED):
+        for channel in self._channels():
             await connection.add_listener(channel, self._notice)
         if self._listening.is_set():
             log.info("listening to Postgres notices again")

@@ -94,6 +94,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX elicithub_kv_entries_expiring ON elicithub_kv_entries (expires_ms);
     """,
+    # 4: the NOTIFY channels of the hubs that wait on each elicitation, which alone hear its end. Hubs of earlier steps
+    # NOTIFY and LISTEN on one channel shared by all, so hubs of steps 3 and 4 would not hear each other's ends:
+    # like step 2, this step wants them stopped first (README says so).
+    """
+    ALTER TABLE elicithub_elicitations ADD COLUMN waiters text[] NOT NULL DEFAULT '{}';
+    """,
 )
 
 LATEST = len(MIGRATIONS)
