@@ -22,6 +22,7 @@ from tests.deploy.engine import REPO, Engine
 
 COMPOSE = REPO / "deploy" / "compose.yaml"
 DEADLINE_S = 300
+pytestmark = pytest.mark.timeout(1800)  # the first test to run builds the stand-in bases and the hub image
 """Only ends a test that would hang: a loaded machine takes minutes to start five containers on vfs."""
 
 

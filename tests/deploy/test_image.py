@@ -13,6 +13,8 @@ import pytest
 from tests.conftest import free_port
 from tests.deploy.engine import REPO, Engine
 
+pytestmark = pytest.mark.timeout(1800)  # the first test to run builds the stand-in bases and the hub image
+
 
 def test_the_dockerfile_passes_hadolint() -> None:
     done = subprocess.run(["hadolint", str(REPO / "Dockerfile")], capture_output=True, text=True, check=False)

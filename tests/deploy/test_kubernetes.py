@@ -21,6 +21,8 @@ from elicithub.config import parse_config
 from tests.conftest import RunningHub
 from tests.deploy.engine import REPO
 
+pytestmark = pytest.mark.timeout(1800)  # the first test to run builds the stand-in bases and the hub image
+
 KUBERNETES = REPO / "deploy" / "kubernetes"
 OVERLAYS = ["redis", "postgres"]
 STORE_URLS = {"redis": "redis://redis:6379/0", "postgres": "postgresql://elicithub:secret@postgres:5432/elicithub"}
