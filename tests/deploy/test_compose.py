@@ -65,9 +65,26 @@ def stack(
         running = Stack(engine, name, f"http://127.0.0.1:{port}")
         for hub in running.hubs():
             wait_healthy(running, hub)
+        wait_front_door(running)
         yield running
     finally:
         engine.run([*compose, "down", "--volumes", "--timeout", "0"], env=env, check=False, timeout=DEADLINE_S)
+
+
+def wait_front_door(stack: Stack) -> None:
+    """Until the front door passes `/readyz` through: nginx exits until both hubs exist, then is restarted."""
+    end = time.monotonic() + DEADLINE_S
+    while True:
+        try:
+            if httpx.get(f"{stack.url}/readyz", timeout=10).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > end:
+            label = f"label=io.podman.compose.project={stack.project}"
+            listed = stack.engine.podman("ps", "--all", "--filter", label, "--format", "{{.Names}} {{.Status}}")
+            raise AssertionError(f"the front door never passed /readyz through:\n{listed}")
+        time.sleep(0.5)
 
 
 def wait_healthy(stack: Stack, container: str) -> None:
