@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.config_env import interpolate
 from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import HubError
 
@@ -364,50 +365,6 @@ def _message(error: Any) -> str:
         return "is required"
     message = str(error["msg"]).removeprefix("Value error, ")
     return message[0].lower() + message[1:] if message else message
-
-
-_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-"""`${NAME}`, `${NAME:-default}` (the default also when NAME is empty, as in a shell), and `$$` for a literal `$`."""
-
-
-def interpolate(data: Any, environ: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
-    """The config with `${...}` in its strings replaced from `environ`; and one error per unset variable that has
-    no default, naming the key path and the variable."""
-    if isinstance(data, str):
-        missing: list[str] = []
-
-        def value(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            if name is None:
-                return "$"
-            found = environ.get(name)
-            if found:
-                return found
-            if default is not None:
-                return default
-            if found is None:
-                missing.append(
-                    f"{path or 'config'}: environment variable {name} is not set (write ${{{name}:-...}} for a default)"
-                )
-                return ""
-            return found
-
-        return _VARIABLE.sub(value, data), missing
-    if isinstance(data, dict):
-        out: dict[Any, Any] = {}
-        errors: list[str] = []
-        for key, item in data.items():
-            out[key], found = interpolate(item, environ, f"{path}.{key}" if path else str(key))
-            errors += found
-        return out, errors
-    if isinstance(data, list):
-        items, errors = [], []
-        for index, item in enumerate(data):
-            done, found = interpolate(item, environ, f"{path}[{index}]")
-            items.append(done)
-            errors += found
-        return items, errors
-    return data, []
 
 
 def parse_config(data: Any, source: str = "config", environ: Mapping[str, str] | None = None) -> Config:
