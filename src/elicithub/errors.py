@@ -27,8 +27,11 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + KeyUnusable
   + SlackUnusable
   + StoreUnsupported
+  + StoreUnusable
   + Unauthorized
+  + IdentityUnavailable
   + HubUnreachable
+  + LoginFailed (clients.login)
 
 A module's private signals (`_Invalid`, `_Failed`, ...) are `HubError`s too and never leave their module.
 """
