@@ -392,3 +392,18 @@ async def test_a_log_redis_let_expire_is_not_served_from_a_hubs_memory_once_the_
         assert await backend.events.read("k") == [(1, {"n": 2})]
     finally:
         await backend.close()
+
+
+async def test_a_log_that_redis_expired_and_a_new_run_started_again_reads_as_the_new_log(redis_url: str) -> None:
+    # Redis forgets a conversation's log `retention_s` after its last append (deleted here, as the expiry would);
+    # a conversation id used again then numbers from 1, and what this hub kept of the old log must not hide it.
+    backend = open_backend(redis_url)
+    try:
+        assert [await backend.events.append("reused", {"old": n}) for n in range(3)] == [1, 2, 3]
+        with redis.Redis.from_url(redis_url) as client:
+            client.delete("elicithub:events:reused", "elicithub:events-seq:reused")
+        assert await backend.events.append("reused", {"new": 1}) == 1
+        assert await backend.events.read("reused") == [(1, {"new": 1})]
+        assert await backend.events.last("reused") == 1
+    finally:
+        await backend.close()

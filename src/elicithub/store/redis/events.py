@@ -206,6 +206,9 @@ class RedisEvents:
         seqs: dict[str, int] = {}
         for (key, events), top in zip(by_key.items(), tops, strict=True):
             seqs[key] = top - len(events)
+            kept = self._tails.get(key)
+            if kept is not None and seqs[key] < kept.top:  # Redis let the log lapse and it starts over: a new log
+                del self._tails[key]
             self._remember(key, [(top - len(events) + i, event) for i, event in enumerate(events, 1)])
             self._notices.appended.notify(key)
         numbered = []
