@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sys
 from collections import Counter
@@ -112,6 +113,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
             tool("rename", "Rename something; asks for the new name (one text field)."),
             tool("pick", "Pick a site out of 251 and extras out of 120."),
             tool("survey", "Asks 120 yes-or-no questions in one form."),
+            tool("hold", "Answers once /debug/release?name=NAME is called, without asking."),
         ]
     )
 
@@ -160,6 +162,9 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
         if answer is None or answer.content is None:
             return InputRequiredResult(input_requests={"survey": ask("Which hold?", SURVEY)}, request_state="survey")
         return text(f"{sum(1 for v in answer.content.values() if v is True)} of {len(SURVEY['properties'])} hold.")
+    if params.name == "hold":
+        await HELD.setdefault(name, asyncio.Event()).wait()
+        return text(f"Released {name}.")
     if params.name == "forever":
         round_no = int((params.request_state or "0").split(":")[0]) + 1
         # Roots are answered by the hub itself, so this loops without a person until the round cap stops it.
@@ -194,9 +199,17 @@ PROVISIONED: Counter[str] = Counter()
 CALLED: Counter[str] = Counter()
 """How many `tools/call` requests came for each tool and name (`provision:orders`), retries of a round included."""
 
+HELD: dict[str, asyncio.Event] = {}
+"""The `hold` calls' names, each set once released."""
+
 
 async def provisioned(request: Request) -> Response:
     return JSONResponse(dict(PROVISIONED))
+
+
+async def release(request: Request) -> Response:
+    HELD.setdefault(request.query_params["name"], asyncio.Event()).set()
+    return JSONResponse({})
 
 
 async def called(request: Request) -> Response:
@@ -207,4 +220,5 @@ if __name__ == "__main__":
     app = server.streamable_http_app()
     app.router.routes.append(Route("/debug/provisioned", provisioned, methods=["GET"]))
     app.router.routes.append(Route("/debug/called", called, methods=["GET"]))
+    app.router.routes.append(Route("/debug/release", release, methods=["POST"]))
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

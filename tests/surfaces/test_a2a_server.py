@@ -35,7 +35,10 @@ from mcp.shared.exceptions import MCPError
 import elicithub
 from elicithub.core.elicitation import State
 from elicithub.core.events import RunFinished
+from elicithub.core.runs import conversation_key
+from elicithub.runtime.conversations import Caller
 from tests.conftest import USERS, HubAddress, RunningHub
+from tests.core_fixtures import until
 from tests.surfaces.test_mcp_server import connected, retry
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
@@ -420,3 +423,39 @@ def test_an_answer_to_an_expired_question_fails_its_message_alike_on_a2a_and_mcp
         assert said == f"Elicitation {expired!r} has expired; the tool call was not completed."
         assert data == {"code": "expired", "elicitationId": expired}
         assert len(left) == 1 and expired not in left  # the other question of the message still waits
+
+
+def test_cancel_task_stops_a_run_that_has_not_paused_yet(hub: RunningHub) -> None:
+    mrtr = next(s.url for s in hub.config.mcp_servers if s.id == "mrtr")
+    assert mrtr is not None
+
+    async def cancel_while_held() -> Task:
+        async with a2a_client(hub, streaming=True) as client, a2a_client(hub) as other:
+            events = client.send_message(SendMessageRequest(message=message('/call mrtr.hold {"name": "early"}')))
+            try:
+                async for event in events:  # the task works on its call, which the server holds: no question yet
+                    if label(event) == "TASK_STATE_WORKING" and event.WhichOneof("payload") == "status_update":
+                        break
+                task = await other.get_task(GetTaskRequest(id=event.status_update.task_id))
+                await until(lambda: hub.downstream_calls("hold", "early") == 1, timeout_s=60)  # the call is held
+                canceled = await other.cancel_task(CancelTaskRequest(id=task.id))
+                assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+                await events.aclose()
+            finally:
+                async with httpx.AsyncClient() as http:
+                    await http.post(mrtr.removesuffix("/mcp") + "/debug/release", params={"name": "early"})
+        return task
+
+    async def kept_after_the_run(task: Task) -> list[Any]:
+        """Once the run has finished: the messages its conversation kept."""
+        run_id = MessageToDict(task.metadata)["elicithub"]["runId"]
+        following = await hub.hub.conversations.follow(Caller("alice"), task.context_id, run_id, 0)
+        assert isinstance([event async for _, event in following.events][-1], RunFinished)
+        conversation = await hub.hub.backend.conversations.get(conversation_key("alice", task.context_id))
+        assert conversation is not None and conversation.active_run_id is None
+        return list(conversation.messages)
+
+    task = asyncio.run(cancel_while_held())
+    kept = hub.on_loop(kept_after_the_run(task))
+    assert [m["role"] for m in kept] == ["user"]  # the stopped run's reply ("Released early.") is not kept
+    assert hub.downstream_calls("hold", "early") == 1

@@ -162,8 +162,8 @@ class A2aSurface:
 
     async def stop(self, task_id: str, context: ServerCallContext) -> None:
         """CancelTask: the run the task paused in stops, as an MCP task's does: its questions are cancelled and it
-        makes no more calls (answered `cancel` instead, they went on downstream as the person's answer). A task that
-        never paused names no run: the SDK cancels the task alone."""
+        makes no more calls (answered `cancel` instead, they went on downstream as the person's answer). A task names
+        its run from its first status on; one cancelled before that has no run yet to stop."""
         task = await self.tasks.get(task_id, context)
         if task is None:
             return
@@ -244,11 +244,13 @@ class _Executor(AgentExecutor):
             await event_queue.enqueue_event(
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
             )
-            await updater.start_work()
             agent = context.metadata.get("agent") if context.metadata else None
             sent = await surface.conversations.send(
                 driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
             )
+            # The run is named at once, so a CancelTask before its first pause stops it too.
+            running = {META: {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}}
+            await updater.update_status(TaskState.TASK_STATE_WORKING, metadata=running)
             stopped = await driver.follow(context.context_id, sent.run_id, sent.after, show, updater.start_work)
         else:
             # The task's answers were taken before it moved; part of the round may still be unanswered.
