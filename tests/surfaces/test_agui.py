@@ -283,8 +283,34 @@ def test_no_or_a_bad_token_is_401_json_and_no_stream(hub: RunningHub, authorizat
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_a_body_that_is_not_a_run_agent_input_is_422(hub: RunningHub) -> None:
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (b'{"threadId": "t", "messages": []}', "runId"),
+        (b'{"threadId": "t", "runId": "r", "messages": [], "state": NaN}', "NaN"),
+        (b"not json", "body"),
+        (json.dumps(run_input("a thread id with spaces", "hi")).encode(), "threadId"),
+    ],
+)
+def test_a_body_that_is_not_a_run_agent_input_is_422_and_no_stream(hub: RunningHub, body: bytes, named: str) -> None:
     with hub.client() as client:
-        response = client.post("/run/agui", json={"threadId": "t", "messages": []})
+        response = client.post("/run/agui", content=body, headers={"content-type": "application/json"})
 
-    assert response.status_code == 422 and "runId" in response.json()["error"]["message"]
+    assert response.status_code == 422 and named in response.json()["error"]["message"]
+
+
+def test_an_input_with_no_user_message_last_and_no_resume_is_invalid_payload(hub: RunningHub) -> None:
+    error = error_of(run(hub, run_input("agui-empty")))
+
+    assert error.code == "invalid_payload" and "messages" in error.message
+
+
+def test_a_resume_that_addresses_an_interrupt_twice_is_invalid_payload_and_takes_nothing(hub: RunningHub) -> None:
+    [asking] = interrupts(run(hub, run_input("agui-twice", '/call mrtr.provision {"name": "twice"}')))
+
+    twice = [resolved(asking.id, {"region": "us-east-1"}), cancelled(asking.id)]
+    error = error_of(run(hub, run_input("agui-twice", resume=twice)))
+
+    assert error.code == "invalid_payload"
+    pending = hub.on_loop(hub.hub.store.get(asking.id))
+    assert pending is not None and pending.state is State.PENDING

@@ -105,13 +105,17 @@ class AguiSurface:
             message = "A bearer token of one of the hub's users is needed."
             return _error(401, "unauthorized", message, {"www-authenticate": challenge})
         try:
-            given = RunAgentInput.model_validate(jsonwire.loads(await request.body()))
+            raw = jsonwire.loads(await request.body())
+        except ValueError as exc:  # not JSON, or a number JSON cannot carry
+            return _error(422, "bad_request", f"body: {exc}")
+        try:
+            given = RunAgentInput.model_validate(raw)
             check_conversation_id(given.thread_id)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())
             return _error(422, "bad_request", problems)
-        except (ValueError, HubError) as exc:
-            return _error(422, "bad_request", f"threadId: {exc}" if isinstance(exc, HubError) else f"body: {exc}")
+        except HubError as exc:
+            return _error(422, exc.code, f"threadId: {exc}")
         caller = Caller(user, supports_elicitation=True, surface="agui")
         frames = self._frames(caller, given)
         return SSEResponse(frames, keepalive_s=self.keepalive_s, headers={}, streams=self.streams)
