@@ -1,10 +1,11 @@
 // Drives the hub's AG-UI endpoint with the official AG-UI client (@ag-ui/client HttpAgent), as a front-end would:
 // `node drive.mjs HUB_URL TOKEN THREAD_ID MESSAGE`.
 //
-// It sends MESSAGE; each time a run ends on interrupts it prints `{"interrupts": [...]}` (agent.pendingInterrupts)
-// as one line and reads one line back: `{"responses": {interruptId: {status, payload?}}}`, which it resumes with
-// through the client's own API (buildResumeArray + runAgent({resume})). When a run ends otherwise it prints what
-// the client ended with: its messages, the events it saw, and any error or warning the client raised.
+// It sends MESSAGE; while interrupts are pending after a run (agent.pendingInterrupts) it prints
+// `{"interrupts": [...], "errors": [...]}` as one line and reads one line back:
+// `{"responses": {interruptId: {status, payload?}}}`, which it resumes with through the client's own API
+// (buildResumeArray + runAgent({resume})). Then it prints what the client ended with: its messages, the events it
+// saw, the runs' outcomes, and every error (RUN_ERROR included) or warning the client raised.
 
 import readline from "node:readline";
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
@@ -44,9 +45,9 @@ async function run(parameters) {
 agent.addMessage({ id: "m1", role: "user", content: message });
 await run({});
 let rounds = 0;
-while (agent.pendingInterrupts.length > 0 && errors.length === 0 && rounds < 5) {
+while (agent.pendingInterrupts.length > 0 && rounds < 5) {
   rounds += 1;
-  console.log(JSON.stringify({ interrupts: agent.pendingInterrupts }));
+  console.log(JSON.stringify({ interrupts: agent.pendingInterrupts, errors }));
   const { value } = await lines.next();
   const { responses } = JSON.parse(value);
   await run({ resume: buildResumeArray(agent.pendingInterrupts, responses) });

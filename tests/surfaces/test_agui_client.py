@@ -40,7 +40,7 @@ def sign_in(interrupt: dict[str, Any]) -> None:
 
 def drive(hub: RunningHub, thread: str, message: str, payloads: list[Any]) -> tuple[list[Any], dict[str, Any]]:
     """Run `message` in the client; answer the interrupts of each round with the next of `payloads` (None: sign in
-    first, then resolve). The interrupts the client saw, round by round, and what it ended with."""
+    first, then resolve). What the client said before each answer, and what it ended with."""
     command = ["node", "drive.mjs", hub.url, "alice-secret", thread, message]
     process = subprocess.Popen(command, cwd=AGUI, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdin is not None and process.stdout is not None
@@ -51,7 +51,7 @@ def drive(hub: RunningHub, thread: str, message: str, payloads: list[Any]) -> tu
             if said.get("done"):
                 return seen, said
             [asked] = said["interrupts"]
-            seen.append(asked)
+            seen.append(said)
             payload = payloads[len(seen) - 1]
             if payload is None:
                 sign_in(asked)
@@ -107,7 +107,7 @@ def test_the_ag_ui_client_sees_each_demo_question_as_an_interrupt_and_resumes_it
     seen, ended = drive(demo_hub, f"agui-client-{uuid.uuid4()}", message, [payload])
 
     assert ended["errors"] == [] and ended["warnings"] == []
-    [asked] = seen
+    [[asked]] = [said["interrupts"] for said in seen]
     assert asked["reason"] == reason and asked["id"].startswith("eli_")
     assert ended["outcomes"] == ["interrupt", "success"] and ended["pending"] == []
     user, assistant, tool, answer = ended["messages"]
@@ -116,3 +116,20 @@ def test_the_ag_ui_client_sees_each_demo_question_as_an_interrupt_and_resumes_it
     assert tool["role"] == "tool" and tool["toolCallId"] == asked["toolCallId"] and tool["content"].startswith(result)
     assert answer["role"] == "assistant" and answer["content"].startswith(result)
     assert ended["events"].count("TOOL_CALL_START") == 1  # the resumed run adds the result to the original call
+
+
+def test_the_ag_ui_client_reads_a_refused_resume_as_a_run_error_and_keeps_the_interrupt_open(hub: RunningHub) -> None:
+    said, ended = drive(
+        hub,
+        "agui-client-refused",
+        '/call mrtr.provision {"name": "twice"}',
+        [{"region": "mars"}, {"region": "eu-west-1"}],
+    )
+
+    first, second = said
+    assert first["errors"] == []
+    [refused] = second["errors"]
+    assert refused.startswith("invalid_payload: ") and "region" in refused
+    assert second["interrupts"] == first["interrupts"]  # still open, as the client sees it
+    assert ended["outcomes"] == ["interrupt", "success"] and ended["warnings"] == []
+    assert ended["messages"][-1]["content"] == "Provisioned twice in eu-west-1."
