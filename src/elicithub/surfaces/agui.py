@@ -54,8 +54,9 @@ class _Refused(HubError):
 
 
 @dataclass(frozen=True)
-class Round:
-    """Where a run paused on interrupts: the hub's run, the log position of its pause, the call it paused in."""
+class Interrupted:
+    """Where a run ended on interrupts (or, for a new message, starts): the thread, the hub's run, the log position
+    its stream goes on after, and the call it paused in."""
 
     thread_id: str
     run_id: str
@@ -129,19 +130,19 @@ class AguiSurface:
         writer = AguiWriter(given.thread_id, given.run_id)
         yield frame(writer.start())
         try:
-            paused = await self._take(caller, given)
-        except _Refused as exc:
+            start = await self._take(caller, given)
+        except HubError as exc:  # _Refused, or what the hub refuses itself: nothing of the input was taken
             yield frame(writer.error(exc.code, str(exc)), last=True)
             return
-        writer.call = paused.tool_call_id
-        following = await self.conversations.follow(caller, given.thread_id, paused.run_id, paused.after)
+        writer.call = start.tool_call_id
+        following = await self.conversations.follow(caller, given.thread_id, start.run_id, start.after)
         async with contextlib.aclosing(following.events) as events:
             async for seq, event in events:
                 if isinstance(event, RunPaused):
                     questions = await self.conversations.open_questions(caller, event.elicitation_ids)
                     if not questions:
                         continue  # answered already (a replayed resume reads the run on)
-                    await self._keep(caller, Round(given.thread_id, paused.run_id, seq, writer.call), questions)
+                    await self._keep(caller, Interrupted(given.thread_id, start.run_id, seq, writer.call), questions)
                     transcript = await self.conversations.transcript(caller, given.thread_id)
                     interrupts = [interrupt(q, writer.call) for q in questions]
                     yield frame(writer.interrupted(transcript, interrupts), last=True)
@@ -152,12 +153,13 @@ class AguiSurface:
                     return
                 if written:
                     yield frame(written)
-        # The hub stops before the run ends: the run goes on, and its interrupts reach the thread's next input.
-        yield frame(writer.error("stream_ended", "The hub stopped before this run ended; send the input again."), True)
+        # The hub stops before the run ends (it goes on on another hub sharing the store): AG-UI has no way back into
+        # a run's stream, so the client is told this one ended without the run.
+        yield frame(writer.error("stream_ended", "The hub stopped before this run ended."), last=True)
 
     # -- what an input asks: a new message, or a resume
 
-    async def _take(self, caller: Caller, given: RunAgentInput) -> Round:
+    async def _take(self, caller: Caller, given: RunAgentInput) -> Interrupted:
         """Take the input (nothing when it does not conform): where its stream follows the hub's run from."""
         open_ids = [e.id for e in await self.conversations.open_questions(caller, await self._open(caller, given))]
         if given.resume:
@@ -173,21 +175,21 @@ class AguiSurface:
             raise _Refused("invalid_payload", "messages: the last message must be from the user.")
         text = last.content if isinstance(last.content, str) else _parts_text(last.content)
         sent = await self.conversations.send(caller, given.thread_id, text, agent=self.agent)
-        return Round(given.thread_id, sent.run_id, sent.after, None)
+        return Interrupted(given.thread_id, sent.run_id, sent.after, None)
 
     async def _resume(
         self, caller: Caller, thread_id: str, entries: Sequence[ResumeEntry], open_ids: list[str]
-    ) -> Round:
+    ) -> Interrupted:
         """Every entry is checked before any is taken (AG-UI rules 2-8); a replay of one taken is taken again as
         the same answer (the broker's idempotent repeat), and its stream reads the run on from the same pause."""
         ids = [e.interrupt_id for e in entries]
         if len(set(ids)) != len(ids):
             raise _Refused("invalid_payload", "resume: each interrupt is addressed once.")
         answers: list[tuple[str, Answer]] = []
-        rounds: list[Round] = []
+        where: list[Interrupted] = []
         for entry in entries:
-            paused = await self._round(caller, entry.interrupt_id)
-            if paused is None or paused.thread_id != thread_id:
+            interrupted = await self._interrupted(caller, entry.interrupt_id)
+            if interrupted is None or interrupted.thread_id != thread_id:
                 raise _unknown(entry.interrupt_id)
             try:
                 question = await self.conversations.question(caller, entry.interrupt_id)
@@ -202,7 +204,7 @@ class AguiSurface:
             except HubError as exc:  # BadPayload: the payload does not fit the interrupt's shape
                 raise _Refused(exc.code, str(exc)) from None
             answers.append((question.id, answer))
-            rounds.append(paused)
+            where.append(interrupted)
         missing = [i for i in open_ids if i not in ids]
         if missing:
             raise _Refused("resume_incomplete", f"resume: address every open interrupt (missing {', '.join(missing)}).")
@@ -211,9 +213,9 @@ class AguiSurface:
             # goes on with that.
             with contextlib.suppress(AlreadyResolved, Expired):
                 await self.conversations.answer(caller, elicitation_id, answer, thread_id)
-        return min(rounds, key=lambda r: r.after)
+        return min(where, key=lambda w: w.after)  # a replay of an earlier round reads the run on from there
 
-    # -- where rounds paused, in the hub's store
+    # -- where runs ended on interrupts, in the hub's store
 
     @staticmethod
     def _thread_key(caller: Caller, thread_id: str) -> str:
@@ -224,22 +226,22 @@ class AguiSurface:
         # Scoped to the user: another user's interrupt id is unknown here.
         return f"agui-interrupt:{caller.user_id}:{interrupt_id}"
 
-    async def _keep(self, caller: Caller, paused: Round, questions: list[Elicitation]) -> None:
+    async def _keep(self, caller: Caller, interrupted: Interrupted, questions: list[Elicitation]) -> None:
         """Before the interrupts are sent: a resume may reach any instance as soon as the client reads them."""
-        record = json.dumps(asdict(paused)).encode()
+        record = json.dumps(asdict(interrupted)).encode()
         for question in questions:
             await self.kv.put(self._interrupt_key(caller, question.id), record, self.retention_s)
         ids = json.dumps([q.id for q in questions]).encode()
-        await self.kv.put(self._thread_key(caller, paused.thread_id), ids, self.retention_s)
+        await self.kv.put(self._thread_key(caller, interrupted.thread_id), ids, self.retention_s)
 
     async def _open(self, caller: Caller, given: RunAgentInput) -> list[str]:
         """The interrupts the thread's last round raised (some may have ended since)."""
         kept = await self.kv.get(self._thread_key(caller, given.thread_id))
         return [str(i) for i in json.loads(kept)] if kept is not None else []
 
-    async def _round(self, caller: Caller, interrupt_id: str) -> Round | None:
+    async def _interrupted(self, caller: Caller, interrupt_id: str) -> Interrupted | None:
         kept = await self.kv.get(self._interrupt_key(caller, interrupt_id))
-        return Round(**json.loads(kept)) if kept is not None else None
+        return Interrupted(**json.loads(kept)) if kept is not None else None
 
 
 def _unknown(interrupt_id: str) -> _Refused:
