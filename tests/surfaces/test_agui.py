@@ -5,6 +5,7 @@ rules (DESIGN.md v4, "AG-UI")."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import httpx
@@ -22,7 +23,7 @@ from ag_ui.core import (
 from elicithub.core.elicitation import State
 from elicithub.demo.deploy import DEPLOY_FORM
 from tests.auth.conftest import Browser
-from tests.conftest import HubFactory, RunningHub
+from tests.conftest import HubFactory, RunningHub, eventually
 from tests.surfaces.agui_stream import cancelled, interrupts, kinds, resolved, run, run_input, text
 
 DEPLOY = '/call deploy.deploy_service {"service": "orders"}'
@@ -171,6 +172,31 @@ def test_a_sign_in_is_a_url_interrupt_resumed_once_signed_in(demo_hub: RunningHu
 
     rest = run(demo_hub, run_input("agui-sign-in", resume=[resolved(asking.id)]))
 
+    assert result_of(rest).content.startswith("You have 3 issues:") and succeeded(rest)
+
+
+def test_a_sign_in_resolved_before_the_person_signs_in_streams_the_result_once_they_do(demo_hub: RunningHub) -> None:
+    # `resolved` says the person agreed to sign in; the hub's sign-in ends when theirs completes (as MCP's url-mode
+    # `accept` does on the hub's MCP surface), so the resumed stream waits for it rather than failing the call.
+    [asking] = interrupts(run(demo_hub, run_input("agui-sign-in-first", "/call tracker.list_issues {}")))
+    assert asking.metadata is not None
+    readers = demo_hub.hub.conversations.readers("chat")
+    resumed: list[list[Any]] = []
+    resuming = threading.Thread(
+        target=lambda: resumed.append(run(demo_hub, run_input("agui-sign-in-first", resume=[resolved(asking.id)])))
+    )
+    resuming.start()
+    try:
+        eventually(lambda: demo_hub.hub.conversations.readers("chat") > readers, "the resume never followed the run")
+        browser = Browser("alice")
+        try:
+            assert "Connected" in browser.sign_in(asking.metadata["url"]).text
+        finally:
+            browser.close()
+    finally:
+        resuming.join(timeout=60)
+
+    [rest] = resumed
     assert result_of(rest).content.startswith("You have 3 issues:") and succeeded(rest)
 
 

@@ -41,6 +41,7 @@ from elicithub.server.streaming import OpenStreams, SSEResponse
 from elicithub.surfaces import Bearer, bearer_token, refusal
 from elicithub.surfaces.agui_events import AguiWriter
 from elicithub.surfaces.agui_interrupts import answer_of, interrupt
+from elicithub.surfaces.mcp_asking import ends_with_sign_in
 
 PATH = "/run/agui"
 
@@ -185,7 +186,7 @@ class AguiSurface:
         ids = [e.interrupt_id for e in entries]
         if len(set(ids)) != len(ids):
             raise _Refused("invalid_payload", "resume: each interrupt is addressed once.")
-        answers: list[tuple[str, Answer]] = []
+        answers: list[tuple[Elicitation, Answer]] = []
         where: list[Interrupted] = []
         for entry in entries:
             interrupted = await self._interrupted(caller, entry.interrupt_id)
@@ -203,16 +204,18 @@ class AguiSurface:
                 raise _Refused("expired", f"Interrupt {entry.interrupt_id} has expired.") from None
             except HubError as exc:  # BadPayload: the payload does not fit the interrupt's shape
                 raise _Refused(exc.code, str(exc)) from None
-            answers.append((question.id, answer))
+            answers.append((question, answer))
             where.append(interrupted)
         missing = [i for i in open_ids if i not in ids]
         if missing:
             raise _Refused("resume_incomplete", f"resume: address every open interrupt (missing {', '.join(missing)}).")
-        for elicitation_id, answer in answers:
+        for question, answer in answers:
+            if ends_with_sign_in(question, answer):
+                continue  # it ends when the person's sign-in does: the stream waits for that
             # Answered meanwhile (elsewhere, or this same resume before), or ended since it was checked: the run
             # goes on with that.
             with contextlib.suppress(AlreadyResolved, Expired):
-                await self.conversations.answer(caller, elicitation_id, answer, thread_id)
+                await self.conversations.answer(caller, question.id, answer, thread_id)
         return min(where, key=lambda w: w.after)  # a replay of an earlier round reads the run on from there
 
     # -- where runs ended on interrupts, in the hub's store
