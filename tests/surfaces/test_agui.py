@@ -22,6 +22,7 @@ from ag_ui.core import (
 
 from elicithub.core.elicitation import State
 from elicithub.demo.deploy import DEPLOY_FORM
+from elicithub.runtime.conversations import Caller
 from tests.auth.conftest import Browser
 from tests.conftest import HubFactory, RunningHub, eventually
 from tests.surfaces.agui_stream import cancelled, interrupts, kinds, resolved, run, run_input, text
@@ -297,6 +298,30 @@ def test_a_thread_without_interrupts_runs_each_message(hub: RunningHub) -> None:
 
     assert kinds(events)[:4] == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
     assert result_of(events).content == "echo: hi" and text(events) == "echo: hi" and succeeded(events)
+
+
+def test_a_thread_new_to_the_hub_keeps_the_words_the_client_sent_before_its_message(hub: RunningHub) -> None:
+    body = run_input("agui-kept", '/call legacy.echo {"text": "again"}')
+    body["messages"] = [
+        {"id": "a", "role": "user", "content": [{"type": "text", "text": "earlier"}]},
+        {
+            "id": "b",
+            "role": "assistant",
+            "content": "a reply",
+            "toolCalls": [{"id": "x", "type": "function", "function": {"name": "t.t", "arguments": "{}"}}],
+        },
+        {"id": "c", "role": "tool", "toolCallId": "x", "content": "made elsewhere"},
+        *body["messages"],
+    ]
+
+    assert succeeded(run(hub, body))
+
+    kept = hub.on_loop(hub.hub.conversations.transcript(Caller("alice"), "agui-kept"))
+    assert [(m["role"], m["content"]) for m in kept[:3]] == [
+        ("user", "earlier"),
+        ("assistant", "a reply"),
+        ("user", '/call legacy.echo {"text": "again"}'),
+    ]
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer not-a-token"])

@@ -39,7 +39,7 @@ from elicithub.errors import (
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.server.streaming import OpenStreams, SSEResponse
 from elicithub.surfaces import Bearer, bearer_token, refusal
-from elicithub.surfaces.agui_events import AguiWriter
+from elicithub.surfaces.agui_events import AguiWriter, history, words
 from elicithub.surfaces.agui_interrupts import answer_of, interrupt
 from elicithub.surfaces.mcp_asking import ends_with_sign_in
 
@@ -174,8 +174,10 @@ class AguiSurface:
         last = given.messages[-1] if given.messages else None
         if not isinstance(last, UserMessage):
             raise _Refused("invalid_payload", "messages: the last message must be from the user.")
-        text = last.content if isinstance(last.content, str) else _parts_text(last.content)
-        sent = await self.conversations.send(caller, given.thread_id, text, agent=self.agent)
+        told = history(given.messages[:-1])  # taken only when the hub does not know the thread yet
+        sent = await self.conversations.send(
+            caller, given.thread_id, words(last.content), agent=self.agent, history=told
+        )
         return Interrupted(given.thread_id, sent.run_id, sent.after, None)
 
     async def _resume(
@@ -249,10 +251,6 @@ class AguiSurface:
 
 def _unknown(interrupt_id: str) -> _Refused:
     return _Refused("unknown_interrupt", f"No interrupt {interrupt_id} was raised on this thread for you.")
-
-
-def _parts_text(parts: Sequence[object]) -> str:
-    return "".join(str(getattr(p, "text", "")) for p in parts if getattr(p, "type", None) == "text")
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:

@@ -120,7 +120,7 @@ def snapshot(thread_id: str, messages: Sequence[Message]) -> list[AguiMessage]:
     result as on the stream."""
     shown: list[AguiMessage] = []
     for index, message in enumerate(messages):
-        role, text = message["role"], _text(message.get("content"))
+        role, text = message["role"], words(message.get("content"))
         message_id = f"{thread_id}-{index}"
         if role == "user":
             shown.append(UserMessage(id=message_id, content=text))
@@ -139,9 +139,23 @@ def snapshot(thread_id: str, messages: Sequence[Message]) -> list[AguiMessage]:
     return shown
 
 
-def _text(content: object) -> str:
+def history(messages: Sequence[AguiMessage]) -> list[Message]:
+    """What a client's messages tell of a thread the hub does not know yet (a front-end that kept it): their words,
+    in OpenAI's shape. Tool calls and results are left out: they were made elsewhere, and a model given a call
+    without its result (or the reverse) refuses the history."""
+    told: list[Message] = []
+    for message in messages:
+        text = words(message.content) if isinstance(message.content, str | list) else ""
+        if message.role in ("user", "assistant", "system", "developer") and text:
+            told.append({"role": message.role, "content": text})
+    return told
+
+
+def words(content: object) -> str:
+    """A message's text: its string, or its text parts joined (a list of parts, as models or as JSON)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+        parts = [p if isinstance(p, dict) else vars(p) for p in content]
+        return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
     return "" if content is None else json.dumps(content)
