@@ -22,6 +22,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + BadNumber (core.jsonwire)
   + RunTransitionError (core.runs)
   + RoundsExceeded (triggers.mcp.rounds)
+  + BadPayload (surfaces.agui_interrupts)
   + EmptyRound (triggers.mcp.rounds)
   + ConfigError (config)
   + KeyUnusable

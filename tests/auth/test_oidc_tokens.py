@@ -39,6 +39,11 @@ def a2a_send(hub: RunningHub, token: str, text_: str) -> httpx.Response:
     return httpx.post(f"{hub.url}/a2a", json=body, headers={**A2A, "authorization": f"Bearer {token}"}, timeout=30)
 
 
+def agui_run(hub: RunningHub, token: str, thread_id: str) -> httpx.Response:
+    body = {"threadId": thread_id, "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "hello"}]}
+    return httpx.post(f"{hub.url}/run/agui", json=body, headers={"authorization": f"Bearer {token}"}, timeout=30)
+
+
 async def mcp_call(hub: RunningHub, token: str, message: str) -> str:
     http = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
     async with http, Client(streamable_http_client(f"{hub.url}/mcp", http_client=http)) as client:
@@ -62,6 +67,8 @@ def test_a_valid_jwt_names_the_user_on_every_surface(oidc_hub: RunningHub, oidc:
     assert "Available tools" in asyncio.run(mcp_call(oidc_hub, token, "hello"))
     answered = a2a_send(oidc_hub, token, "hello").json()
     assert "result" in answered, answered
+    agui = agui_run(oidc_hub, token, "agui-oidc-1")
+    assert agui.status_code == 200 and '"type":"RUN_FINISHED"' in agui.text
 
 
 def test_a_jwt_answers_its_own_question(oidc_hub: RunningHub, oidc: OidcProvider) -> None:
@@ -157,6 +164,8 @@ def test_a_bad_jwt_is_401_with_the_challenge_and_nothing_runs(
     assert 'error="invalid_token"' in challenge and f'resource_metadata="{metadata}/mcp"' in challenge
     assert 'scope="openid profile email"' in challenge
     assert a2a_send(oidc_hub, token, "hello").status_code == 401
+    agui = agui_run(oidc_hub, token, f"agui-bad-{BAD.index(case)}")
+    assert agui.status_code == 401 and 'error="invalid_token"' in agui.headers["www-authenticate"]
     with oidc_hub.client("alice") as alice:  # alice's JWTs would have made this conversation hers
         assert alice.get(f"/run/api/conversations/chat-bad-{BAD.index(case)}").status_code == 404
 
@@ -196,6 +205,8 @@ def test_with_the_provider_out_of_reach_static_users_work_and_jwts_get_503(
     assert "could not be fetched" in refused.json()["error"]["message"]
     mcp = httpx.post(f"{hub.url}/mcp", json={}, headers={"authorization": f"Bearer {token}"})
     assert mcp.status_code == 503 and mcp.json()["error"]["code"] == "identity_unavailable"
+    agui = agui_run(hub, token, "agui-down")
+    assert agui.status_code == 503 and agui.json()["error"]["code"] == "identity_unavailable"
     oidc.provider.jwks_down = False  # back: the next token fetches the keys and works
     with jwt_client(hub, token) as client:
         assert client.get("/run/api/me").json() == {"user": "alice"}

@@ -239,6 +239,26 @@ async def test_a_message_to_a_conversation_stored_in_an_earlier_form_goes_in_by_
         assert (record.active_run_id, record.version) == (None, 5)  # the message, then the run's words
 
 
+async def test_the_transcript_of_a_paused_run_ends_with_its_call_and_after_the_end_is_the_conversations(
+    backend: Backend,
+) -> None:
+    async with instance(backend) as hub:
+        conversation, events = await started(hub, ALICE, "chat-transcript", ASK)
+        asked = [e for e in await events_until(events, RunPaused) if isinstance(e, ElicitationRequested)]
+
+        paused = await hub.conversations.transcript(ALICE, conversation)
+        assert [m["role"] for m in paused] == ["user", "assistant"]
+        assert [c["function"]["name"] for c in paused[-1]["tool_calls"]] == ["t.ask"]
+        with pytest.raises(ConversationNotFound):
+            await hub.conversations.transcript(BOB, conversation)
+
+        await hub.conversations.answer(ALICE, asked[0].elicitation.id, Answer("accept", {"region": "eu"}))
+        await events_until(events, RunFinished)
+        ended = await hub.conversations.transcript(ALICE, conversation)
+        assert ended == (await hub.conversations.get(ALICE, conversation)).messages
+        assert [m["role"] for m in ended] == ["user", "assistant", "tool", "assistant"]
+
+
 async def test_conversation_ids_are_scoped_to_their_user(backend: Backend) -> None:
     async with instance(backend) as hub:
         await started(hub, ALICE, "shared-name", "hello")

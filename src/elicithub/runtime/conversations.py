@@ -177,6 +177,16 @@ class Conversations:
         waiting = await self.open_questions(caller, run.pause.elicitation_ids.values())
         return sorted(waiting, key=lambda e: e.created_at)
 
+    async def transcript(self, caller: Caller, conversation_id: str) -> list[Message]:
+        """The conversation's messages as its person sees them now: its active run's so far (they begin with the
+        conversation's own), else those the conversation has kept."""
+        conversation = await self.get(caller, conversation_id)
+        if conversation.active_run_id is not None:
+            run = await self.backend.runs.get(conversation.active_run_id)
+            if run is not None and run.status != "finished":
+                return run.messages
+        return conversation.messages
+
     async def get(self, caller: Caller, conversation_id: str, *, messages: bool = True) -> ConversationRecord:
         """The caller's conversation (`messages=False`: without its messages); unknown or another user's: not
         found."""

@@ -45,6 +45,7 @@ from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.admin import AdminPages
+from elicithub.surfaces.agui import AguiSurface
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.surfaces.mcp_task_records import TaskRecords
@@ -203,7 +204,21 @@ class Hub:
             if config.slack is not None
             else None
         )
-        self.surfaces: list[Surface] = [self.mcp, self.a2a, *([self.slack] if self.slack is not None else [])]
+        self.agui = AguiSurface(
+            self.conversations,
+            self.backend.kv,
+            self.identity,
+            self.streams,
+            keepalive_s=config.streams.keepalive_s,
+            retention_s=config.conversations.retention_s,
+            agent=config.agent(None).id,
+        )
+        self.surfaces: list[Surface] = [
+            self.mcp,
+            self.a2a,
+            self.agui,
+            *([self.slack] if self.slack is not None else []),
+        ]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
         self.draining = False
