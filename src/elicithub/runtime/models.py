@@ -41,7 +41,7 @@ _CALL = re.compile(r"^/call\s+(?P<name>[A-Za-z][\w-]*\.[\w.-]+)\s*(?P<args>.*)$"
 
 
 class ScriptedModel:
-    """The scripted model (README, Configuration): `/call SERVER.TOOL {json}` calls a tool; tool results are
+    """The scripted model (docs/concepts.md, "The scripted model"): `/call SERVER.TOOL {json}` calls a tool; tool results are
     echoed back."""
 
     name = "scripted"
