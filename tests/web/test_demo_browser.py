@@ -264,6 +264,7 @@ def test_a_new_conversation_offers_the_demo_calls_as_buttons_that_send_them(
         "Connect my tracker",
         "Book a trip through the planner",
     ]
+    snapshot(page, "demo-suggestions.png", "suggestions.png", height=400)
 
     offered.get_by_role("button", name="Deploy a service").click()
     expect(page.locator(".message.user .text")).to_have_text(DEPLOY)
