@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from elicithub.config import Config
+from elicithub.demo.launcher import SUGGESTIONS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,3 +106,11 @@ def test_the_readme_gives_the_two_commands_first_serve_then_test() -> None:
     assert commands[:2] == ["./scripts/serve", "./scripts/test"]
     for script in ("scripts/serve", "scripts/test"):
         assert os.access(REPO / script, os.X_OK), script
+
+
+def test_the_widget_suggests_every_demo_call_the_readme_shows() -> None:
+    readme = (REPO / "README.md").read_text()
+    demo = readme.split("## Try the demo", 1)[1].split("## ", 1)[0]
+    calls = re.findall(r"^/call .+$", demo, re.MULTILINE)
+    assert len(calls) == 5
+    assert set(calls) <= {s["message"] for s in SUGGESTIONS}
