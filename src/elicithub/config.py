@@ -21,18 +21,23 @@ class ConfigError(HubError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A field's docstring is its description: the docs' configuration reference is generated from them.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class StoreConfig(_Strict):
+    """Where the hub keeps questions, paused runs, conversations and tokens; Redis and Postgres are shared by hubs."""
+
     url: str = "sqlite:///.elicithub/hub.db"
-    # How often a hub says it is alive (Redis, Postgres); after three silent beats other hubs take over its runs.
+    """`memory://`, `sqlite:///PATH`, `redis://HOST:PORT/DB` or `postgresql://USER:PASS@HOST/DB`."""
     heartbeat_s: float = Field(default=5, gt=0, le=60)
-    # Postgres: connections each hub keeps at most, and how long one statement may run before the server stops it.
+    """How often a hub says it is alive (Redis, Postgres); after three silent beats other hubs take over its runs."""
     pool_size: int = Field(default=10, ge=1, le=1000)
+    """Postgres: the connections each hub keeps at most (plus one that listens)."""
     statement_timeout_s: float = Field(default=30, gt=0, le=3600)
-    # Redis: run even though its maxmemory-policy lets it evict keys (pending questions and tokens may vanish).
+    """Postgres: how long one statement may run before the server stops it."""
     allow_eviction: bool = False
+    """Redis: run even though its maxmemory-policy lets it evict keys (pending questions and tokens may vanish)."""
 
     @field_validator("url")
     @classmethod
@@ -52,10 +57,16 @@ class StoreConfig(_Strict):
 
 
 class ModelConfig(_Strict):
+    """The model that runs the agents: the deterministic scripted one, or an OpenAI-compatible endpoint."""
+
     kind: Literal["scripted", "openai"] = "scripted"
+    """`scripted` (`/call SERVER.TOOL {json}` calls a tool; anything else gets help) or `openai`."""
     base_url: str | None = None
+    """openai: the endpoint's base URL (the OpenAI API when unset)."""
     model: str | None = None
+    """openai: the model's name (required)."""
     api_key_env: str | None = None
+    """openai: the environment variable holding the API key."""
 
     @model_validator(mode="after")
     def _openai_needs_a_model(self) -> ModelConfig:
@@ -65,53 +76,78 @@ class ModelConfig(_Strict):
 
 
 class UserConfig(_Strict):
+    """A static user and their bearer token (development and tests; a deployment names its identity provider)."""
+
     id: str = Field(min_length=1)
+    """The hub user."""
     token: str = Field(min_length=8)
+    """Their bearer token."""
 
 
 class ElicitationConfig(_Strict):
+    """How long a question waits for its answer, and how many rounds of questions one tool call may ask."""
+
     timeout_s: float = Field(default=600, gt=0)
+    """A question's deadline: then it expires and the tool says nobody answered."""
     max_rounds: int = Field(default=10, ge=1, le=100)
+    """Rounds of questions one tool call may ask (InputRequiredResult rounds, a task's or an A2A agent's)."""
 
 
 class StreamsConfig(_Strict):
+    """The chat streams."""
+
     keepalive_s: float = Field(default=15, gt=0)
+    """How often a stream that waits gets a `: keep-alive` comment line, so proxies do not cut it."""
 
 
 class LimitsConfig(_Strict):
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)  # larger request bodies get 413
+    """What the hub takes from a caller."""
+
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    """Larger request bodies get 413."""
 
 
 class ServerConfig(_Strict):
     """How the process stops: on SIGTERM it turns not-ready, serves `drain_s` more seconds, then ends its streams."""
 
     drain_s: float = Field(default=10, ge=0, le=3600)
+    """Seconds a hub stays not-ready but serving after SIGTERM; give the orchestrator `drain_s + 5` to stop it."""
 
 
 class MetricsConfig(_Strict):
     """`GET /metrics` in Prometheus text format; off, the hub serves no such page and counts nothing for it."""
 
     enabled: bool = True
+    """Whether the hub serves `/metrics` (off: a 404)."""
 
 
 class ConversationsConfig(_Strict):
     """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
 
     retention_s: float = Field(default=7 * 24 * 3600, gt=0)
+    """How long an idle conversation is kept (and an MCP or A2A task of the hub's)."""
     max_events: int = Field(default=1000, ge=100, le=100_000)
+    """How many of a conversation's newest log entries are kept."""
 
 
 class OAuthConfig(_Strict):
     """A pre-registered OAuth client; endpoints are discovered (RFC 9728, RFC 8414) unless given here."""
 
-    client_id: str | None = None  # without it the hub registers itself (RFC 7591)
+    client_id: str | None = None
+    """Without it the hub names its client ID metadata document where the server takes one, else registers (RFC
+    7591)."""
     client_secret_env: str | None = None
+    """The environment variable holding the client's secret."""
     scopes: list[str] = []
+    """The scopes to ask for; unset: the server's challenge's, else its metadata's `scopes_supported`."""
     issuer: str | None = Field(default=None, pattern=r"^https?://")
+    """The authorization server, when the server's metadata does not name it."""
     authorization_endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    """For a provider without metadata, with `token_endpoint` and `client_id`."""
     token_endpoint: str | None = Field(default=None, pattern=r"^https?://")
-    # How a client with a secret authenticates at the token endpoint; by default chosen from the server's metadata.
+    """For a provider without metadata, with `authorization_endpoint`."""
     token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
+    """How a client with a secret authenticates at the token endpoint; by default chosen from the server's metadata."""
 
     @model_validator(mode="after")
     def _both_endpoints(self) -> OAuthConfig:
@@ -126,19 +162,28 @@ class ToolConfig(_Strict):
     """A tool the hub can offer before anyone has signed in to a user-scoped server (it cannot list them then)."""
 
     name: str = Field(min_length=1)
+    """The tool's name at its server."""
     description: str = ""
+    """What the model is told the tool does."""
     input_schema: JsonObject = {"type": "object"}
+    """The JSON Schema of its arguments."""
 
 
 class ServiceConfig(_Strict):
     """What every downstream service (MCP server, A2A agent) has: its id, name, and how the hub gets a credential."""
 
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
-    name: str | None = None  # how people see the service ("Tracker"); defaults to the id, capitalised
+    """The prefix of its tools' names (`ID.TOOL`)."""
+    name: str | None = None
+    """How people see the service ("Tracker"); defaults to the id, capitalised."""
     url: str | None = None
+    """Where it is (http or https)."""
     credential_scope: Literal["none", "project", "user"] = "none"
-    credential_env: str | None = None  # project scope: the environment variable holding the shared token
+    """No credential, one token shared by everyone (`project`), or each user's own, asked as a sign-in (`user`)."""
+    credential_env: str | None = None
+    """project scope: the environment variable holding the shared token."""
     oauth: OAuthConfig | None = None
+    """user scope: a pre-registered OAuth client, or endpoints; else everything is discovered."""
 
     @property
     def display_name(self) -> str:
@@ -152,15 +197,19 @@ class ServiceConfig(_Strict):
 
 
 class McpServerConfig(ServiceConfig):
+    """A downstream MCP server: its tools are the agents' as `ID.TOOL`, reached over streamable HTTP or stdio."""
+
     command: list[str] | None = None
+    """A server over stdio: its command line, instead of `url` (one process per call)."""
     tools: list[ToolConfig] = []
-    # Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
-    # legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create).
+    """Tools offered before anyone has signed in to a user-scoped server; they override its listing."""
     protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
-    # Whether calls may become MCP tasks: auto offers them where the server supports them (2026-07-28: the tasks
-    # extension on every request; 2025-11-25: tools whose taskSupport allows it); on calls every 2025-11-25 tool as
-    # a task; off never offers one.
+    """Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
+    legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create)."""
     tasks: Literal["auto", "on", "off"] = "auto"
+    """Whether calls may become MCP tasks: auto offers them where the server supports them (2026-07-28: the tasks
+    extension on every request; 2025-11-25: tools whose taskSupport allows it); on calls every 2025-11-25 tool as
+    a task; off never offers one."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -178,10 +227,12 @@ class A2aAgentConfig(ServiceConfig):
     """A downstream A2A agent: one tool `ID.send_message`, described from the agent card found at `url`."""
 
     url: str
-    timeout_s: float = Field(default=120, gt=0)  # one request to the agent (its work between two questions)
-    # After the person says they signed in at the agent's link: how long its task may take to go on by itself
-    # before it is told so in a message on the task (many agents wait for one).
+    """Where its agent card is (`/.well-known/agent-card.json` under it)."""
+    timeout_s: float = Field(default=120, gt=0)
+    """One request to the agent (its work between two questions)."""
     sign_in_grace_s: float = Field(default=5, ge=0)
+    """After the person says they signed in at the agent's link: how long its task may take to go on by itself
+    before it is told so in a message on the task (many agents wait for one)."""
 
     @model_validator(mode="after")
     def _http_url(self) -> A2aAgentConfig:
@@ -193,8 +244,11 @@ class AgentConfig(_Strict):
     """An agent: its own tools (server ids, A2A agent ids, or other agents, which it may delegate to)."""
 
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    """Its name: the tool `ID.delegate` for other agents, the MCP tool, the chat's `model` or `agent`."""
     description: str = ""
-    tools: list[str] | None = None  # None: every server and A2A agent (no delegation)
+    """What other agents and MCP clients are told it does."""
+    tools: list[str] | None = None
+    """MCP server, A2A agent and agent ids; unset: every server and A2A agent (no delegation)."""
 
 
 DEFAULT_AGENT = "assistant"
@@ -205,18 +259,23 @@ class SecretsConfig(_Strict):
     """Where the hub's master key comes from: the environment, else a file generated on first run (mode 0600)."""
 
     key_env: str = "ELICITHUB_SECRET_KEY"
+    """The environment variable holding the key: base64url of 32 random bytes."""
     key_file: str = ".elicithub/secret.key"
+    """The file holding it, when the variable is unset."""
 
 
 class DemoConfig(_Strict):
     """The built-in demo servers, dev OAuth provider and signed-in dev user (on when serve runs without config)."""
 
     enabled: bool = False
+    """Whether the demo runs (its tools join the assistant's)."""
     dev_user: str = Field(default="dev", min_length=1)
-    # Where `elicithub demo servers` runs them, a service of their own (hubs sharing a store must share them too);
-    # unset: each hub runs its own on loopback.
+    """Who the widget signs a browser without a session in as."""
     servers_host: str | None = Field(default=None, pattern=r"^[^\s/:]+$")
-    servers_port: int = Field(default=9101, ge=1, le=65532)  # the tracker's; deploy, release and travel follow
+    """Where `elicithub demo servers` runs them, a service of their own (hubs sharing a store must share them too);
+    unset: each hub runs its own on loopback."""
+    servers_port: int = Field(default=9101, ge=1, le=65532)
+    """The tracker's port there; deploy, release and travel follow."""
 
 
 SESSION_S = 8 * 3600
@@ -226,33 +285,48 @@ SESSION_S = 8 * 3600
 class OidcConfig(_Strict):
     """The company's OpenID provider: its JWTs name hub users on every surface that takes a bearer token."""
 
-    issuer: str = Field(pattern=r"^https?://[^/\s]+")  # discovery at ISSUER/.well-known/openid-configuration
-    audience: str = Field(min_length=1)  # the `aud` a bearer JWT must carry
-    client_id: str | None = None  # the widget's sign-in (authorization code + PKCE)
-    client_secret_env: str | None = None  # a confidential client's secret; a public client has none
+    issuer: str = Field(pattern=r"^https?://[^/\s]+")
+    """The provider; discovery at `ISSUER/.well-known/openid-configuration`."""
+    audience: str = Field(min_length=1)
+    """The `aud` a bearer JWT must carry."""
+    client_id: str | None = None
+    """The widget's sign-in (authorization code + PKCE); unset: no sign-in in the browser."""
+    client_secret_env: str | None = None
+    """A confidential client's secret, by environment variable; a public client has none."""
     user_claim: str = Field(default="sub", min_length=1)
-    # The claim listing a person's groups (a list of names), in their JWTs and ID tokens; a member of admin_group
-    # is an admin of the hub (see admins).
+    """The claim that names the hub user."""
     groups_claim: str = Field(default="groups", min_length=1)
+    """The claim listing a person's groups (a list of names), in their JWTs and ID tokens."""
     admin_group: str | None = Field(default=None, min_length=1)
+    """Its members are admins of the hub (see `admins`)."""
     scopes: list[str] = ["openid", "profile", "email"]
-    # How long a widget session lasts at most; the provider's session bounds it sooner (refresh token refused).
+    """What the sign-in asks for, and what a 401 names."""
     session_s: int = Field(default=SESSION_S, ge=60, le=30 * 24 * 3600)
+    """How long a widget session lasts at most; the provider's session bounds it sooner (refresh token refused)."""
 
 
 class AuthConfig(_Strict):
+    """Who callers are: the company's identity provider, and whether anyone unidentified may chat."""
+
     oidc: OidcConfig | None = None
-    anonymous: bool = True  # false: chat needs a user (a bearer token or a signed-in session)
+    """The identity provider; unset: only `users:` tokens (and the demo's dev user)."""
+    anonymous: bool = True
+    """false: chat needs a user (a bearer token or a signed-in session)."""
 
 
 class SlackConfig(_Strict):
     """The Slack app surface: secrets come from the environment, never from the config file."""
 
     bot_token_env: str = Field(default="SLACK_BOT_TOKEN", min_length=1)
+    """The environment variable holding the bot token (`xoxb-...`)."""
     signing_secret_env: str = Field(default="SLACK_SIGNING_SECRET", min_length=1)
-    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://[^/\s]+")  # tests use a stand-in
-    users: dict[str, str] = {}  # Slack user id -> hub user id; anyone else is told they cannot use the app
+    """The environment variable holding the app's signing secret."""
+    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://[^/\s]+")
+    """Slack's Web API (tests point it at a stand-in)."""
+    users: dict[str, str] = {}
+    """Slack user id -> hub user id; anyone else is told they cannot use the app."""
     agent: str = Field(default="assistant", min_length=1)
+    """The agent that answers in Slack."""
 
     @field_validator("users")
     @classmethod
@@ -266,11 +340,15 @@ class SlackConfig(_Strict):
 
 
 class Config(_Strict):
+    """The hub's config file; every key is optional."""
+
     public_url: str = Field(default="http://127.0.0.1:8700", pattern=r"^https?://[^/\s]+")
+    """The base of the links the hub hands out (sign-ins, pages); unset, the address `serve` listens on."""
     store: StoreConfig = StoreConfig()
     model: ModelConfig = ModelConfig()
     users: list[UserConfig] = []
-    admins: list[Annotated[str, Field(min_length=1)]] = []  # user ids that may see and cancel every user's questions
+    admins: list[Annotated[str, Field(min_length=1)]] = []
+    """User ids that may see and cancel every user's questions."""
     auth: AuthConfig = AuthConfig()
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
@@ -281,9 +359,11 @@ class Config(_Strict):
     mcp_servers: list[McpServerConfig] = []
     a2a_agents: list[A2aAgentConfig] = []
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]
+    """The agents; the first answers unless a caller picks another."""
     secrets: SecretsConfig = SecretsConfig()
     demo: DemoConfig = DemoConfig()
     slack: SlackConfig | None = None
+    """The Slack app; unset: off."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Config:

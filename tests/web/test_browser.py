@@ -223,6 +223,12 @@ def test_when_the_run_has_no_trace_of_the_question_the_answer_brings_the_continu
     assert requests.count("GET", conversation) == 2
 
 
+def test_without_the_demo_a_new_conversation_offers_no_suggestions(hub: RunningHub, open_page: OpenPage) -> None:
+    page = open_page(hub)
+    expect(page.locator(".intro")).to_be_visible()
+    expect(page.locator(".suggestions")).to_have_count(0)
+
+
 def test_a_new_conversation_stops_reading_the_old_run(hub: RunningHub, open_page: OpenPage) -> None:
     page = open_page(hub)
     ask(page, PROVISION)

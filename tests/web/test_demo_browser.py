@@ -249,3 +249,33 @@ def test_the_demo_migration_runs_as_a_task_that_pauses_for_confirmation_and_fini
     result = page.locator(".message.assistant > .text", has_text="Migrated")
     expect(result).to_have_text("Migrated orders-db: 3 migrations applied.")
     expect_closed(prompt, "accepted")
+
+
+def test_a_new_conversation_offers_the_demo_calls_as_buttons_that_send_them(
+    demo: DemoHub, context: BrowserContext
+) -> None:
+    page = open_widget(context, demo.url)
+    offered = page.get_by_role("group", name="Try")
+    labels = [label.strip() for label in offered.get_by_role("button").all_inner_texts()]
+    assert labels[:5] == [
+        "Deploy a service",
+        "Migrate a database",
+        "Roll back a release",
+        "Connect my tracker",
+        "Book a trip through the planner",
+    ]
+    snapshot(page, "demo-suggestions.png", "suggestions.png", height=400)
+
+    offered.get_by_role("button", name="Deploy a service").click()
+    expect(page.locator(".message.user .text")).to_have_text(DEPLOY)
+    prompt = page.locator(".prompt")
+    expect(prompt.locator(".prompt-message")).to_have_text("How should orders be deployed?")
+    expect(prompt).to_have_attribute("data-state", "pending")
+
+    page.get_by_role("button", name="New conversation").click()
+    offered = page.get_by_role("group", name="Try")
+    offered.get_by_role("button", name="Roll back a release").click()
+    expect(page.locator(".message.user .text")).to_have_text(ROLLBACK)
+    expect(page.locator(".prompt", has_text="Roll orders back to the previous release?")).to_have_attribute(
+        "data-state", "pending"
+    )

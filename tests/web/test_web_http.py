@@ -121,3 +121,15 @@ def test_a_conversation_comes_back_with_its_open_question_for_its_owner_only(hub
         {"role": "user", "text": asked},
         {"role": "assistant", "text": "Provisioned orders in eu-west-1."},
     ]
+
+
+def test_suggestions_are_the_demos_calls_while_the_demo_is_on_and_none_without_it(
+    hub: RunningHub, make_hub: HubFactory
+) -> None:
+    assert httpx.get(f"{hub.url}/run/api/suggestions").json() == {"suggestions": []}
+    demo = make_hub(demo={"enabled": True})
+    offered = httpx.get(f"{demo.url}/run/api/suggestions").json()["suggestions"]
+    messages = [s["message"] for s in offered]
+    assert '/call deploy.deploy_service {"service":"orders"}' in messages
+    assert "/call tracker.list_issues {}" in messages
+    assert all(s["label"] for s in offered)

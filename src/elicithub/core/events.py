@@ -102,7 +102,7 @@ def framed(event: Framed, surface: str, encode: Callable[[], str]) -> str:
 
 
 class RequestEvent(TypedDict):
-    """The public `elicitation-request` event that chat clients read (README, "What the hub does"): a form
+    """The public `elicitation-request` event that chat clients read (docs/concepts.md, "Events"): a form
     question has `requestedSchema`, a url one `url`."""
 
     type: Literal["elicitation-request"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -68,6 +69,21 @@ def demo_agents(own: list[str]) -> list[dict[str, Any]]:
         {"id": "assistant", "tools": [*demo, *(i for i in own if i not in demo)]},
         {"id": "planner", "description": "Plans a trip: asks the travel agent to book it.", "tools": ["travel"]},
     ]
+
+
+SUGGESTIONS = [
+    {"label": "Deploy a service", "message": '/call deploy.deploy_service {"service":"orders"}'},
+    {"label": "Migrate a database", "message": '/call deploy.migrate {"database": "orders-db"}'},
+    {"label": "Roll back a release", "message": '/call release.rollback {"service":"orders"}'},
+    {"label": "Connect my tracker", "message": "/call tracker.list_issues {}"},
+    {
+        "label": "Book a trip through the planner",
+        "message": "/call planner.delegate "
+        + json.dumps({"message": '/call travel.send_message {"message": "Lisbon on Friday"}'}),
+    },
+    {"label": "What can you do?", "message": "What can you do?"},
+]
+"""What the widget offers to send with one click while the demo is on: a call of each kind of question it asks."""
 
 
 def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:

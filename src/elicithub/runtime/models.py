@@ -41,8 +41,8 @@ _CALL = re.compile(r"^/call\s+(?P<name>[A-Za-z][\w-]*\.[\w.-]+)\s*(?P<args>.*)$"
 
 
 class ScriptedModel:
-    """The scripted model (README, Configuration): `/call SERVER.TOOL {json}` calls a tool; tool results are
-    echoed back."""
+    """The scripted model (docs/concepts.md): `/call SERVER.TOOL {json}` calls a tool; tool results are echoed
+    back."""
 
     name = "scripted"
 

@@ -9,6 +9,7 @@ from starlette.staticfiles import StaticFiles
 
 from elicithub.core.events import request_event
 from elicithub.core.runs import Message
+from elicithub.demo.launcher import SUGGESTIONS
 from elicithub.errors import IdentityUnavailable
 from elicithub.server.hub import Hub
 from elicithub.server.openapi import errors
@@ -48,6 +49,12 @@ def widget_routes(hub: Hub) -> APIRouter:
         oidc = hub.config.auth.oidc
         sign_in = {"signIn": hub.config.public_url.rstrip("/") + "/auth/sign-in"} if oidc and oidc.client_id else {}
         return {"user": None, **sign_in}
+
+    @router.get("/run/api/suggestions")
+    async def suggestions() -> dict[str, list[dict[str, str]]]:
+        """Messages the page offers to send with one click (`label`, `message`): the demo's calls while the demo is
+        on, else none."""
+        return {"suggestions": SUGGESTIONS if hub.config.demo.enabled else []}
 
     @router.get("/run/api/conversations/{conversation_id}", responses=errors(400, 401, 404, 422))
     async def conversation(request: Request, conversation_id: ConversationIdPath) -> dict[str, Any]:

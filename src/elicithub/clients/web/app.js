@@ -4,6 +4,7 @@
 import { h, randomId } from "./dom.js";
 import { AnswerError, OUTCOMES, createPrompt } from "./prompt.js";
 import { readParts } from "./stream.js";
+import { loadSuggestions, suggestionButtons } from "./suggestions.js";
 
 const STORAGE_KEY = "elicithub.conversation";
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -15,6 +16,7 @@ const input = document.getElementById("message");
 const prompts = new Map(); // elicitationId -> {prompt, reply}: the prompt and the stream that asked it
 let conversationId = null;
 let session = new AbortController(); // aborts the runs this page reads again when it leaves the conversation
+let suggestions = []; // what the introduction offers to send with one click
 
 async function refusal(response) {
   let body = null;
@@ -264,6 +266,8 @@ function startConversation(id) {
   transcript.replaceChildren(
     h("p", { class: "intro" }, "Ask something, or call a tool with /call SERVER.TOOL {json arguments}."),
   );
+  const offered = suggestionButtons(suggestions, send);
+  if (offered !== null) transcript.append(offered);
   conversationId = id ?? randomId("conv");
   localStorage.setItem(STORAGE_KEY, conversationId);
 }
@@ -407,6 +411,7 @@ document.getElementById("new-conversation").addEventListener("click", () => {
 });
 
 showUser();
+suggestions = await loadSuggestions();
 const kept = conversationToOpen();
 const restored = kept ? await load(kept).catch(() => null) : null;
 if (restored === null) startConversation();

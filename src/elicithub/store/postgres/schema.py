@@ -74,7 +74,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 2: each conversation's messages one row each, written once; rows of step 1 keep theirs inline in `data` until
     # their next write. Hubs of step 1 would read the rows written since without their messages (and runs not at
-    # all), so unlike the rule above this step wants them stopped first (README says so).
+    # all), so unlike the rule above this step wants them stopped first (docs/stores.md says so).
     """
     CREATE TABLE elicithub_conversation_messages (
         key text NOT NULL,
@@ -96,7 +96,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 4: the NOTIFY channels of the hubs that wait on each elicitation, which alone hear its end. Hubs of earlier steps
     # NOTIFY and LISTEN on one channel shared by all, so hubs of steps 3 and 4 would not hear each other's ends:
-    # like step 2, this step wants them stopped first (README says so).
+    # like step 2, this step wants them stopped first (docs/stores.md says so).
     """
     ALTER TABLE elicithub_elicitations ADD COLUMN waiters text[] NOT NULL DEFAULT '{}';
     """,
