@@ -13,6 +13,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
     - ElicitationNotFound
     - ConversationNotFound
   + AlreadyResolved
+  + SelfApprovalRefused
   + Expired
   + InvalidContent
   + QuestionRefused
@@ -75,6 +76,17 @@ class AlreadyResolved(HubError):
         """`differently`: the refused request was an answer other than the one that ended it."""
         how = " with a different answer" if differently else ""
         super().__init__(f"Elicitation {elicitation_id!r} was already {outcome}{how}.")
+
+
+class SelfApprovalRefused(HubError):
+    """The requester of a tool call is one of its approvers, and its policy does not let them approve their own call."""
+
+    code = "self_approval"
+
+    def __init__(self, elicitation_id: str) -> None:
+        super().__init__(
+            f"Elicitation {elicitation_id!r} asks approval of your own call; another approver must answer it."
+        )
 
 
 class Expired(HubError):

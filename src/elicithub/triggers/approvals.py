@@ -1,0 +1,238 @@
+"""Approvals: before a tool that a policy names is called, its approvers are asked, and the call is made (with their
+edits) only when they approve.
+
+A policy applies to any `SERVER.TOOL` (an MCP server's, an A2A agent's, a delegated agent's): the gate wraps each
+trigger (`ApprovalGate.wrap`), so the router and the run loop know nothing of it. The approval is a form question
+asked through the call's Asker like any trigger's, of the run's own person (`user_id`, the requester) but answerable by
+the approvers (core/approval.py); the run may park while it waits and go on on any hub (the call runs again and finds
+the approval answered). Its end is written to the audit log once, and told to the hub's approval listeners.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import replace
+from datetime import timedelta
+from functools import partial
+
+import jsonschema
+
+from elicithub.auth.groups import SignedInGroups
+from elicithub.config_approvals import ApprovalPolicy, first_policy
+from elicithub.core.approval import Approval, approval_schema, edited
+from elicithub.core.broker import Resolution
+from elicithub.core.elicitation import Elicitation, QuestionContext, new_elicitation
+from elicithub.core.jsonwire import JsonObject
+from elicithub.core.ports import KeyValueStore
+from elicithub.runtime.approvers import ApprovalNotices, asked_of, named
+from elicithub.runtime.audit import AuditLog
+from elicithub.runtime.models import ToolSpec
+from elicithub.runtime.router import Trigger
+from elicithub.runtime.tools import CallContext, ToolOutcome, cannot_ask, stopped_call
+from elicithub.triggers.approval_timers import ApprovalTimers
+
+log = logging.getLogger(__name__)
+
+OPEN = "approval-open:"
+"""A key per approval while its end is not yet recorded: whoever takes it writes the audit record (once)."""
+
+
+class ApprovalGate:
+    """`groups`: the hub's static groups; `signed_in`: the groups people had at their latest OIDC sign-in (so a
+    requester who is an approver sees the question as theirs to answer)."""
+
+    def __init__(
+        self,
+        policies: list[ApprovalPolicy],
+        timeout_s: float,
+        kv: KeyValueStore,
+        notices: ApprovalNotices,
+        audit: AuditLog,
+        timers: ApprovalTimers,
+        groups: Mapping[str, Collection[str]],
+        signed_in: SignedInGroups | None = None,
+    ) -> None:
+        self.policies = policies
+        self.timeout_s = timeout_s
+        self.kv = kv
+        self.notices = notices
+        self.audit = audit
+        self.timers = timers
+        self.groups = groups
+        self.signed_in = signed_in
+
+    def wrap(self, trigger: Trigger) -> Trigger:
+        return Approved(trigger, self) if self.policies else trigger
+
+    async def call(self, trigger: Trigger, tool: str, arguments: JsonObject, context: CallContext) -> ToolOutcome:
+        name = f"{trigger.prefix}.{tool}"
+        policy = first_policy(self.policies, name)
+        if policy is None:
+            return await trigger.call(tool, arguments, context)
+        if context.user_id is None or context.asker is None:
+            return ToolOutcome(f"Call of {name} needs approval, and only a signed-in person's call can have it.", True)
+        if policy.approvers == "requester" and not context.can_show("form"):
+            return ToolOutcome(cannot_ask(context, f"Call of {name} needs your approval", "form"), is_error=True)
+        question = await self._question(policy, trigger, tool, arguments, context)
+        timeout_s = policy.timeout_s or self.timeout_s
+        await self._before_asking(question, policy)
+        opened = partial(self._opened, context)
+        [resolution] = await context.asker.ask(
+            [question], trigger="approval", state={"kind": "rerun"}, resumable=True, opened=opened
+        )
+        stopped = resolution.outcome == "cancelled" and context.asker.stopped
+        approved, reason, outcome = _decision(resolution, policy, timeout_s, stopped)
+        await self._ended(resolution, name, arguments, approved, reason, outcome)
+        if stopped:
+            return ToolOutcome(stopped_call(name), is_error=True)
+        if not approved:
+            return ToolOutcome(f"Call of {name} was not approved: {reason}", is_error=True)
+        return await trigger.call(tool, edited(arguments, resolution.content), context)
+
+    async def _question(
+        self, policy: ApprovalPolicy, trigger: Trigger, tool: str, arguments: JsonObject, context: CallContext
+    ) -> Elicitation:
+        assert context.user_id is not None
+        requester = context.user_id
+        tool_schema = await self._tool_schema(trigger, tool, context) if policy.allow_edit else None
+        approvers = None if policy.approvers == "requester" else policy.approvers.people()
+        escalate_to = policy.escalate_to.people() if policy.escalate_to is not None else None
+        self_approval = policy.self_approval or approvers is None
+        requester_answers = approvers is None or (
+            self_approval and approvers.include(requester, await self._groups_of(requester))
+        )
+        about: QuestionContext = {
+            "trigger": "approval",
+            "serverId": trigger.prefix,
+            "toolName": tool,
+            "arguments": arguments,
+            "requester": requester,
+        }
+        question = new_elicitation(
+            conversation_id=context.conversation_id,
+            user_id=requester,
+            run_id=context.run_id,
+            mode="form",
+            message=f"{requester} asks to call {trigger.prefix}.{tool}. Approve this call?",
+            timeout_s=policy.timeout_s or self.timeout_s,
+            requested_schema=approval_schema(arguments, tool_schema, policy.allow_edit),
+            context=about,
+        )
+        escalate_at = (
+            question.created_at + timedelta(seconds=policy.escalate_after_s) if policy.escalate_after_s else None
+        )
+        approval = Approval(
+            approvers, self_approval, escalate_to, escalate_at, policy.on_timeout, requester_answers, tool_schema
+        )
+        return replace(question, approval=approval)
+
+    async def _tool_schema(self, trigger: Trigger, tool: str, context: CallContext) -> JsonObject | None:
+        """The tool's input schema as its trigger lists it (None when it cannot list it now, or it is no schema)."""
+        try:
+            specs: list[ToolSpec] = await trigger.list_tools(context)
+        except Exception as exc:
+            log.warning("cannot list %s for its input schema: %s", trigger.prefix, exc)
+            return None
+        schema = next((s.input_schema for s in specs if s.name == tool), None)
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema or {})
+        except jsonschema.SchemaError:
+            return None
+        return schema
+
+    async def _groups_of(self, user_id: str) -> frozenset[str]:
+        static = {g for g, members in self.groups.items() if user_id in members}
+        signed_in = await self.signed_in.of(user_id) if self.signed_in is not None else frozenset()
+        return frozenset(static) | signed_in
+
+    async def _before_asking(self, question: Elicitation, policy: ApprovalPolicy) -> None:
+        """Its end is to be recorded, and its timers set, before it is stored: a hub that dies once it is stored
+        leaves them to whichever hub goes on. (A question asked before an interruption is asked again under its own
+        id, and these, kept under the new one, are never used.)"""
+        keep_s = (question.expires_at - question.created_at).total_seconds() + self.audit.retention_s
+        await self.kv.put(OPEN + question.id, b"1", keep_s)
+        if policy.remind_after_s is not None:
+            reminder = question.created_at + timedelta(seconds=policy.remind_after_s)
+            await self.timers.schedule(question, "remind", reminder)
+        if question.approval is not None and question.approval.escalate_at is not None:
+            await self.timers.schedule(question, "escalate", question.approval.escalate_at)
+
+    async def _opened(self, context: CallContext, questions: list[Elicitation]) -> None:
+        """A new approval is stored and shown: its approvers are told, and its requester's call says what it waits
+        for (an MCP task's or an A2A task's status message)."""
+        for question in questions:
+            await self.notices.added(question, asked_of(question))
+            if context.progress is not None and not question.asks_requester:
+                await context.progress(f"Waiting for approval by {named(asked_of(question))}.")
+
+    async def _ended(
+        self, resolution: Resolution, tool: str, arguments: JsonObject, approved: bool, reason: str, outcome: str
+    ) -> None:
+        """Once per approval, on whichever hub its run goes on: the audit record, and the listeners told."""
+        if await self.kv.take(OPEN + resolution.elicitation_id) is None:
+            return
+        ended = await self.timers.store.get(resolution.elicitation_id)
+        if ended is None:
+            return
+        await self.audit.write(
+            {
+                "elicitationId": ended.id,
+                "at": (ended.resolved_at or ended.expires_at).isoformat(),
+                "runId": ended.run_id,
+                "tool": tool,
+                "arguments": edited(arguments, resolution.content) if approved else arguments,
+                "requester": ended.user_id,
+                "approvers": asked_of(ended).to_json(),
+                "answeredBy": resolution.answered_by,
+                "outcome": outcome,
+                "reason": reason,
+            }
+        )
+        log.info("approval %s %s", ended.id, outcome, extra={"elicitation_id": ended.id, "run_id": ended.run_id})
+        await self.notices.ended(ended)
+
+
+def _decision(resolution: Resolution, policy: ApprovalPolicy, timeout_s: float, stopped: bool) -> tuple[bool, str, str]:
+    """Whether the call is approved, why (in the words of the refusal and the audit log), and the audit's outcome:
+    approved, denied, expired or cancelled."""
+    by = resolution.answered_by
+    content = resolution.content or {}
+    given = str(content.get("reason") or "").strip()
+    if resolution.outcome == "accepted" and content.get("approve") is True:
+        return True, given or f"approved by {by}", "approved"
+    if resolution.outcome == "accepted":
+        return False, f"denied by {by}" + (f": {given}" if given else ""), "denied"
+    if resolution.outcome == "declined":
+        return False, f"declined by {by}", "denied"
+    if resolution.outcome == "expired":
+        late = f"nobody answered within {timeout_s:g} s"
+        if policy.on_timeout == "approve":
+            return True, f"{late} (on_timeout: approve)", "approved"
+        if policy.on_timeout == "cancel":
+            return False, f"{late}; it was cancelled", "cancelled"
+        return False, late, "expired"
+    if stopped:
+        return False, "the run was stopped", "cancelled"
+    return False, f"cancelled by {by}" if by else "it was cancelled", "cancelled"
+
+
+class Approved:
+    """A trigger whose calls the gate approves first; listing is the trigger's own."""
+
+    def __init__(self, trigger: Trigger, gate: ApprovalGate) -> None:
+        self.trigger = trigger
+        self.gate = gate
+
+    @property
+    def prefix(self) -> str:
+        return self.trigger.prefix
+
+    async def list_tools(self, context: CallContext | None) -> list[ToolSpec]:
+        return await self.trigger.list_tools(context)
+
+    async def call(self, tool: str, arguments: JsonObject, context: CallContext) -> ToolOutcome:
+        return await self.gate.call(self.trigger, tool, arguments, context)
+
+    async def close(self) -> None:
+        await self.trigger.close()
