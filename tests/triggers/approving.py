@@ -13,7 +13,13 @@ from pydantic import Field
 
 from tests.conftest import ServedInThread, served, sse_data
 
-PEOPLE = {"alice": "alice-secret", "bob": "bob-secret-1", "carol": "carol-secret", "dave": "dave-secret"}
+PEOPLE = {
+    "alice": "alice-secret",
+    "bob": "bob-secret-1",
+    "carol": "carol-secret",
+    "dave": "dave-secret",
+    "dev": "dev-secret-1",  # the demo's user
+}
 USERS = [{"id": user, "token": token} for user, token in PEOPLE.items()]
 GROUPS = {"ops": ["bob", "carol"]}
 RESTART = '/call ops.restart {"service": "orders", "replicas": 2}'

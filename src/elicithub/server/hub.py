@@ -26,10 +26,18 @@ from elicithub.auth.sessions import ProviderSessions, widget_client
 from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
 from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, McpServerConfig
+from elicithub.config_approvals import ApprovalPolicy
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls, service_ports
+from elicithub.demo.launcher import (
+    DEMO_APPROVAL,
+    demo_a2a_entries,
+    demo_agents,
+    demo_entries,
+    demo_urls,
+    service_ports,
+)
 from elicithub.demo.tracker import base_url
 from elicithub.metrics import Metrics
 from elicithub.runtime.admin import AdminQuestions
@@ -254,6 +262,9 @@ class Hub:
         agents = demo_agents([s.id for s in config.mcp_servers] + [a.id for a in config.a2a_agents])
         if config.agents == Config().agents and not taken & {"travel", *(a["id"] for a in agents)}:
             update["agents"] = [AgentConfig.model_validate(a) for a in agents]
+        if not config.approvals and "release" not in taken and "ops" not in config.groups:
+            update["approvals"] = [ApprovalPolicy.model_validate(DEMO_APPROVAL)]
+            update["groups"] = {**config.groups, "ops": [config.demo.dev_user]}
         return config.model_copy(update=update)
 
     async def start(self) -> None:
