@@ -55,7 +55,7 @@ def test_defaults_are_the_requesters_approval_and_ninety_days_of_audit() -> None
                 "approvers": {"groups": ["ops"]},
                 "escalate_after_s": 5,
                 "escalate_to": {"users": ["x"]},
-            },  # noqa: E501
+            },
             "approvals[0].escalate_to.users[0]: no user x",
         ),
         ({"tools": ["deplyo.*"]}, "approvals[0].tools[0]: no server or agent deplyo"),
