@@ -95,6 +95,11 @@ def asked_of(elicitation: Elicitation) -> People:
     return people
 
 
+def waiting_for(elicitation: Elicitation) -> str:
+    """What a call waiting on an approval says it does (its status message)."""
+    return f"Waiting for approval by {named(asked_of(elicitation))}."
+
+
 class Answerable:
     """The open questions a person can answer, on every hub sharing the store: their own runs' (approvals routed to
     others excepted) and the approvals routed to them. `groups`: the hub's static `groups:`, added to a person's

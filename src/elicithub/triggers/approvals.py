@@ -25,7 +25,7 @@ from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, QuestionContext, new_elicitation
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.ports import KeyValueStore
-from elicithub.runtime.approvers import ApprovalNotices, asked_of, named
+from elicithub.runtime.approvers import ApprovalNotices, asked_of, waiting_for
 from elicithub.runtime.audit import AuditLog
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import Trigger
@@ -164,7 +164,7 @@ class ApprovalGate:
         for question in questions:
             await self.notices.added(question, asked_of(question))
             if context.progress is not None and not question.asks_requester:
-                await context.progress(f"Waiting for approval by {named(asked_of(question))}.")
+                await context.progress(waiting_for(question))
 
     async def _ended(
         self, resolution: Resolution, tool: str, arguments: JsonObject, approved: bool, reason: str, outcome: str
