@@ -16,7 +16,8 @@ from typing import Protocol
 
 from elicithub.core.approval import People
 from elicithub.core.broker import Broker
-from elicithub.core.elicitation import Elicitation, utcnow
+from elicithub.core.elicitation import Elicitation, State, utcnow
+from elicithub.core.ports import Backend
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,19 @@ def asked_of(elicitation: Elicitation) -> People:
         users = tuple(dict.fromkeys([*people.users, *escalated.users]))
         return People(users, tuple(dict.fromkeys([*people.groups, *escalated.groups])))
     return people
+
+
+async def awaited(backend: Backend, run_id: str, user_id: str | None) -> list[Elicitation]:
+    """The open approvals of `user_id`'s calls that their run `run_id` waits on, which other people give."""
+    run = await backend.runs.get(run_id, messages=False)
+    found = []
+    for elicitation_id in run.pause.elicitation_ids.values() if run is not None and run.pause is not None else ():
+        elicitation = await backend.elicitations.get(elicitation_id)
+        if elicitation is None or elicitation.user_id != user_id or elicitation.asks_requester:
+            continue
+        if elicitation.state is State.PENDING and not elicitation.is_due(utcnow()):
+            found.append(elicitation)
+    return found
 
 
 def waiting_for(elicitation: Elicitation) -> str:

@@ -208,21 +208,6 @@ class Conversations:
         waiting = await self.open_questions(caller, run.pause.elicitation_ids.values())
         return sorted(waiting, key=lambda e: e.created_at)
 
-    async def awaited(self, caller: Caller, conversation_id: str) -> list[Elicitation]:
-        """The approvals of the caller's calls that the conversation's run waits on and other people answer."""
-        conversation = await self.get(caller, conversation_id, messages=False)
-        run = None
-        if conversation.active_run_id is not None:
-            run = await self.backend.runs.get(conversation.active_run_id, messages=False)
-        found = []
-        for elicitation_id in run.pause.elicitation_ids.values() if run is not None and run.pause is not None else ():
-            elicitation = await self.backend.elicitations.get(elicitation_id)
-            if elicitation is None or elicitation.user_id != caller.user_id or elicitation.asks_requester:
-                continue
-            if is_open(elicitation):
-                found.append(elicitation)
-        return found
-
     async def get(self, caller: Caller, conversation_id: str, *, messages: bool = True) -> ConversationRecord:
         """The caller's conversation (`messages=False`: without its messages); unknown or another user's: not
         found."""

@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.ports import Entry
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
+from elicithub.runtime.approvers import awaited as approvals_awaited
 from elicithub.runtime.approvers import waiting_for
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces import expiry, field_errors, refusal, user_of
@@ -127,7 +128,7 @@ class McpTasks:
             questions = await self._driver(caller, record).open(e.id for e in pending)
             if questions:
                 return Seen("input_required", questions)
-            awaited = await self.conversations.awaited(caller, record.conversation_id)
+            awaited = await approvals_awaited(self.conversations.backend, record.run_id, caller.user_id)
             return Seen("working", message=waiting_for(awaited[0]) if awaited else None)
         ended: Paused | Ended | None = None
         with anyio.move_on_after(ENDED_S):
