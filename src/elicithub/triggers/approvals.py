@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 OPEN = "approval-open:"
 """A key per approval while its end is not yet recorded: whoever takes it writes the audit record (once)."""
+ENDED_KEPT_S = 24 * 3600.0
+"""How long past its deadline that key is kept: as long as an ended question is (a run resumed later finds neither)."""
 
 
 class ApprovalGate:
@@ -150,7 +152,7 @@ class ApprovalGate:
         """Its end is to be recorded, and its timers set, before it is stored: a hub that dies once it is stored
         leaves them to whichever hub goes on. (A question asked before an interruption is asked again under its own
         id, and these, kept under the new one, are never used.)"""
-        keep_s = (question.expires_at - question.created_at).total_seconds() + self.audit.retention_s
+        keep_s = (question.expires_at - question.created_at).total_seconds() + ENDED_KEPT_S
         await self.kv.put(OPEN + question.id, b"1", keep_s)
         if policy.remind_after_s is not None:
             reminder = question.created_at + timedelta(seconds=policy.remind_after_s)
