@@ -4,6 +4,7 @@ edits) only when they approve."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.triggers.approving import (
     OpsServer,
     Requester,
     answer,
+    person,
     policy,
     tool_output,
     ui_body,
@@ -216,3 +218,22 @@ def test_an_approval_nobody_answers_ends_as_on_timeout_says(
     assert resolved["data"] == {"type": "elicitation-resolved", "elicitationId": pending["id"], "outcome": "expired"}
     assert tool_output(rest) == expected
     assert len(ops.calls) == calls
+
+
+def test_the_openai_compatible_stream_carries_the_wait_and_who_answered(make_hub: HubFactory, ops: OpsServer) -> None:
+    hub = approvals_hub(make_hub, ops)
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": RESTART}]}
+    with person(hub.url, "alice") as alice, alice.stream("POST", "/run/v1/chat/completions", json=body) as response:
+        contents = (c["choices"][0]["delta"].get("content") for c in sse_data(response) if c["choices"])
+        events = (json.loads(c) if c.startswith("{") else c for c in contents if c)
+        pending = next(e for e in events if isinstance(e, dict))
+        assert pending["type"] == "approval-pending" and pending["approvers"] == {"users": [], "groups": ["ops"]}
+        assert answer(hub.url, "carol", pending["elicitationId"], content={"approve": True}).status_code == 200
+        rest = list(events)
+    assert rest[0] == {
+        "type": "elicitation-resolved",
+        "elicitationId": pending["elicitationId"],
+        "outcome": "accepted",
+        "answeredBy": "carol",
+    }
+    assert "".join(e for e in rest if isinstance(e, str)) == "Restarted orders with 2 replicas."
