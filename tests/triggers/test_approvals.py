@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from elicithub.core.approval import People
+from elicithub.core.elicitation import Elicitation
+from elicithub.runtime.audit import Filters
 from tests.conftest import HubFactory, RunningHub, sse_data
 from tests.triggers.approving import (
     GROUPS,
@@ -237,3 +240,56 @@ def test_the_openai_compatible_stream_carries_the_wait_and_who_answered(make_hub
         "answeredBy": "carol",
     }
     assert "".join(e for e in rest if isinstance(e, str)) == "Restarted orders with 2 replicas."
+
+
+class Heard:
+    """An approval listener that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str, People | str | None]] = []
+
+    async def added(self, elicitation: Elicitation, to: People) -> None:
+        self.told.append(("added", elicitation.id, to))
+
+    async def reminded(self, elicitation: Elicitation, to: People) -> None:
+        self.told.append(("reminded", elicitation.id, to))
+
+    async def escalated(self, elicitation: Elicitation, to: People) -> None:
+        self.told.append(("escalated", elicitation.id, to))
+
+    async def ended(self, elicitation: Elicitation) -> None:
+        self.told.append(("ended", elicitation.id, elicitation.answered_by))
+
+
+def test_listeners_hear_an_approval_added_and_ended_once_and_whom_it_asks(make_hub: HubFactory, ops: OpsServer) -> None:
+    hub = approvals_hub(make_hub, ops, approvals=[policy(approvers={"groups": ["ops"], "users": ["dave"]})])
+    heard = Heard()
+    hub.hub.approval_notices.register(heard)
+    with Requester(hub.url, "alice", "conv-heard", RESTART) as alice:
+        eid = alice.until("data-approval-pending")["id"]
+        assert hub.on_loop(hub.hub.answerable.questions("dave")) == hub.on_loop(hub.hub.answerable.questions("bob"))
+        assert [e.id for e in hub.on_loop(hub.hub.answerable.questions("bob"))] == [eid]
+        assert hub.on_loop(hub.hub.answerable.questions("alice")) == []  # not hers to answer
+        assert answer(hub.url, "dave", eid, content={"approve": True}).status_code == 200
+        alice.rest()
+    assert heard.told == [("added", eid, People(("dave",), ("ops",))), ("ended", eid, "dave")]
+    assert hub.on_loop(hub.hub.answerable.questions("bob")) == []
+
+
+def test_a_new_message_while_an_approval_waits_cancels_it_the_tool_is_not_called_and_its_end_is_recorded(
+    make_hub: HubFactory, ops: OpsServer
+) -> None:
+    hub = approvals_hub(make_hub, ops)
+    with Requester(hub.url, "alice", "conv-moved-on", RESTART) as alice:
+        eid = alice.until("data-approval-pending")["id"]
+        with Requester(hub.url, "alice", "conv-moved-on", "hello") as again:
+            again.rest()
+        rest = alice.rest()
+    resolved = next(p for p in rest if p["type"] == "data-elicitation-resolved")
+    assert resolved["data"]["outcome"] == "cancelled"
+    assert answer(hub.url, "bob", eid, content={"approve": True}).status_code == 409
+    assert ops.calls == []
+    # Its run never goes on (it was stopped): a sweep, on any hub, records its end.
+    hub.on_loop(hub.hub.approval_ends.sweep())
+    [record] = hub.on_loop(hub.hub.audit.read(Filters(), 10))[0]
+    assert record["outcome"] == "cancelled" and record["reason"] == "it was cancelled"

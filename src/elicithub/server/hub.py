@@ -63,6 +63,7 @@ from elicithub.surfaces.mcp_state import Tickets
 from elicithub.surfaces.mcp_task_records import TaskRecords
 from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
+from elicithub.triggers.approval_ends import ApprovalEnds
 from elicithub.triggers.approval_timers import ApprovalTimers
 from elicithub.triggers.approvals import ApprovalGate
 from elicithub.triggers.credentials import CredentialGate
@@ -136,12 +137,12 @@ class Hub:
         """Where the surfaces that reach approvers hear of approvals (runtime/approvers.py)."""
         self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
         self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
+        self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
         approvals = ApprovalGate(
             config.approvals,
             config.elicitation.timeout_s,
-            self.backend.kv,
             self.approval_notices,
-            self.audit,
+            self.approval_ends,
             self.approval_timers,
             config.groups,
             self.signed_in_groups if oidc is not None else None,
@@ -335,6 +336,7 @@ class Hub:
         await self.conversations.recover()
         await self.broker.expire_due()
         await self.approval_timers.fire_due()
+        await self.approval_ends.sweep()
         await self.broker.purge(RESOLVED_RETENTION)
         await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
         await self.conversations.purge(time.time() - self.config.conversations.retention_s)

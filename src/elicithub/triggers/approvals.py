@@ -5,7 +5,8 @@ A policy applies to any `SERVER.TOOL` (an MCP server's, an A2A agent's, a delega
 trigger (`ApprovalGate.wrap`), so the router and the run loop know nothing of it. The approval is a form question
 asked through the call's Asker like any trigger's, of the run's own person (`user_id`, the requester) but answerable by
 the approvers (core/approval.py); the run may park while it waits and go on on any hub (the call runs again and finds
-the approval answered). Its end is written to the audit log once, and told to the hub's approval listeners.
+the approval answered). Its end is recorded once (triggers/approval_ends.py), its reminder and escalation notices are
+timers on the store (triggers/approval_timers.py).
 """
 
 from __future__ import annotations
@@ -21,23 +22,16 @@ import jsonschema
 from elicithub.auth.groups import SignedInGroups
 from elicithub.config_approvals import ApprovalPolicy, first_policy
 from elicithub.core.approval import Approval, approval_schema, edited
-from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, QuestionContext, new_elicitation
 from elicithub.core.jsonwire import JsonObject
-from elicithub.core.ports import KeyValueStore
 from elicithub.runtime.approvers import ApprovalNotices, asked_of, waiting_for
-from elicithub.runtime.audit import AuditLog
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import Trigger
 from elicithub.runtime.tools import CallContext, ToolOutcome, cannot_ask, stopped_call
+from elicithub.triggers.approval_ends import ApprovalEnds, decision_of
 from elicithub.triggers.approval_timers import ApprovalTimers
 
 log = logging.getLogger(__name__)
-
-OPEN = "approval-open:"
-"""A key per approval while its end is not yet recorded: whoever takes it writes the audit record (once)."""
-ENDED_KEPT_S = 24 * 3600.0
-"""How long past its deadline that key is kept: as long as an ended question is (a run resumed later finds neither)."""
 
 
 class ApprovalGate:
@@ -48,18 +42,16 @@ class ApprovalGate:
         self,
         policies: list[ApprovalPolicy],
         timeout_s: float,
-        kv: KeyValueStore,
         notices: ApprovalNotices,
-        audit: AuditLog,
+        ends: ApprovalEnds,
         timers: ApprovalTimers,
         groups: Mapping[str, Collection[str]],
         signed_in: SignedInGroups | None = None,
     ) -> None:
         self.policies = policies
         self.timeout_s = timeout_s
-        self.kv = kv
         self.notices = notices
-        self.audit = audit
+        self.ends = ends
         self.timers = timers
         self.groups = groups
         self.signed_in = signed_in
@@ -77,19 +69,20 @@ class ApprovalGate:
         if policy.approvers == "requester" and not context.can_show("form"):
             return ToolOutcome(cannot_ask(context, f"Call of {name} needs your approval", "form"), is_error=True)
         question = await self._question(policy, trigger, tool, arguments, context)
-        timeout_s = policy.timeout_s or self.timeout_s
         await self._before_asking(question, policy)
         opened = partial(self._opened, context)
         [resolution] = await context.asker.ask(
             [question], trigger="approval", state={"kind": "rerun"}, resumable=True, opened=opened
         )
         stopped = resolution.outcome == "cancelled" and context.asker.stopped
-        approved, reason, outcome = _decision(resolution, policy, timeout_s, stopped)
-        await self._ended(resolution, name, arguments, approved, reason, outcome)
+        await self.ends.record(resolution.elicitation_id, stopped)
+        timeout_s = policy.timeout_s or self.timeout_s
+        by = resolution.answered_by
+        decision = decision_of(resolution.outcome, resolution.content, by, policy.on_timeout, timeout_s, stopped)
         if stopped:
             return ToolOutcome(stopped_call(name), is_error=True)
-        if not approved:
-            return ToolOutcome(f"Call of {name} was not approved: {reason}", is_error=True)
+        if not decision.approved:
+            return ToolOutcome(f"Call of {name} was not approved: {decision.reason}", is_error=True)
         return await trigger.call(tool, edited(arguments, resolution.content), context)
 
     async def _question(
@@ -152,8 +145,7 @@ class ApprovalGate:
         """Its end is to be recorded, and its timers set, before it is stored: a hub that dies once it is stored
         leaves them to whichever hub goes on. (A question asked before an interruption is asked again under its own
         id, and these, kept under the new one, are never used.)"""
-        keep_s = (question.expires_at - question.created_at).total_seconds() + ENDED_KEPT_S
-        await self.kv.put(OPEN + question.id, b"1", keep_s)
+        await self.ends.opening(question)
         if policy.remind_after_s is not None:
             reminder = question.created_at + timedelta(seconds=policy.remind_after_s)
             await self.timers.schedule(question, "remind", reminder)
@@ -167,56 +159,6 @@ class ApprovalGate:
             await self.notices.added(question, asked_of(question))
             if context.progress is not None and not question.asks_requester:
                 await context.progress(waiting_for(question))
-
-    async def _ended(
-        self, resolution: Resolution, tool: str, arguments: JsonObject, approved: bool, reason: str, outcome: str
-    ) -> None:
-        """Once per approval, on whichever hub its run goes on: the audit record, and the listeners told."""
-        if await self.kv.take(OPEN + resolution.elicitation_id) is None:
-            return
-        ended = await self.timers.store.get(resolution.elicitation_id)
-        if ended is None:
-            return
-        await self.audit.write(
-            {
-                "elicitationId": ended.id,
-                "at": (ended.resolved_at or ended.expires_at).isoformat(),
-                "runId": ended.run_id,
-                "tool": tool,
-                "arguments": edited(arguments, resolution.content) if approved else arguments,
-                "requester": ended.user_id,
-                "approvers": asked_of(ended).to_json(),
-                "answeredBy": resolution.answered_by,
-                "outcome": outcome,
-                "reason": reason,
-            }
-        )
-        log.info("approval %s %s", ended.id, outcome, extra={"elicitation_id": ended.id, "run_id": ended.run_id})
-        await self.notices.ended(ended)
-
-
-def _decision(resolution: Resolution, policy: ApprovalPolicy, timeout_s: float, stopped: bool) -> tuple[bool, str, str]:
-    """Whether the call is approved, why (in the words of the refusal and the audit log), and the audit's outcome:
-    approved, denied, expired or cancelled."""
-    by = resolution.answered_by
-    content = resolution.content or {}
-    given = str(content.get("reason") or "").strip()
-    if resolution.outcome == "accepted" and content.get("approve") is True:
-        return True, given or f"approved by {by}", "approved"
-    if resolution.outcome == "accepted":
-        return False, f"denied by {by}" + (f": {given}" if given else ""), "denied"
-    if resolution.outcome == "declined":
-        return False, f"declined by {by}", "denied"
-    if resolution.outcome == "expired":
-        late = f"nobody answered within {timeout_s:g} s"
-        if policy.on_timeout == "approve":
-            return True, f"{late} (on_timeout: approve)", "approved"
-        if policy.on_timeout == "cancel":
-            return False, f"{late}; it was cancelled", "cancelled"
-        return False, late, "expired"
-    if stopped:
-        return False, "the run was stopped", "cancelled"
-    return False, f"cancelled by {by}" if by else "it was cancelled", "cancelled"
 
 
 class Approved:
