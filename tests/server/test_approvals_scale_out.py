@@ -17,7 +17,7 @@ from tests.core_fixtures import RedisServer
 from tests.server.test_scale_out import ServedHub
 from tests.triggers.approving import PEOPLE, RESTART, USERS, OpsServer, Requester, answer, policy
 
-DB = 2  # a database of its own on the session's redis-server
+DB = 6  # a database no other test uses, on the session's redis-server
 
 
 @pytest.fixture
