@@ -26,6 +26,7 @@ from tests.triggers.approving import (
     tool_output,
     ui_body,
 )
+from tests.triggers.test_a2a_agents import AgentProcess, agent_entry
 
 
 @pytest.fixture
@@ -293,3 +294,27 @@ def test_a_new_message_while_an_approval_waits_cancels_it_the_tool_is_not_called
     hub.on_loop(hub.hub.approval_ends.sweep())
     [record] = hub.on_loop(hub.hub.audit.read(Filters(), 10))[0]
     assert record["outcome"] == "cancelled" and record["reason"] == "it was cancelled"
+
+
+def test_a_policy_on_an_a2a_agent_asks_before_its_message_is_sent(make_hub: HubFactory) -> None:
+    agent = AgentProcess()
+    try:
+        hub = make_hub(
+            users=USERS,
+            a2a_agents=[agent_entry(agent)],
+            approvals=[{"tools": ["travel.send_message"], "approvers": {"users": ["bob"]}}],
+        )
+        said = '/call travel.send_message {"message": "hello there"}'
+        with Requester(hub.url, "alice", "conv-a2a-denied", said) as alice:
+            pending = alice.until("data-approval-pending")
+            assert pending["data"]["approvers"] == {"users": ["bob"], "groups": []}
+            assert answer(hub.url, "bob", pending["id"], "decline").status_code == 200
+            assert tool_output(alice.rest()) == ("Call of travel.send_message was not approved: declined by bob", True)
+        assert agent.calls() == []
+        with Requester(hub.url, "alice", "conv-a2a-approved", said) as alice:
+            pending = alice.until("data-approval-pending")
+            assert answer(hub.url, "bob", pending["id"], content={"approve": True}).status_code == 200
+            assert tool_output(alice.rest()) == ("You said: hello there", False)
+        assert len(agent.calls()) == 1
+    finally:
+        agent.kill()
