@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import httpx
-from mcp.server.mcpserver import MCPServer
-from pydantic import Field
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
 
 from tests.conftest import ServedInThread, served, sse_data
 
@@ -25,8 +25,13 @@ GROUPS = {"ops": ["bob", "carol"]}
 RESTART = '/call ops.restart {"service": "orders", "replicas": 2}'
 
 
+class Confirm(BaseModel):
+    confirm: bool
+
+
 class OpsServer:
-    """An SDK server with one tool, `restart`, whose calls are kept in `calls` (the arguments each was made with)."""
+    """An SDK server whose tools keep their calls in `calls` (the arguments each was made with): `restart`, and
+    `rollback`, which asks its own confirmation."""
 
     def __init__(self) -> None:
         self.url = ""
@@ -39,6 +44,14 @@ class OpsServer:
             """Restart a service with some replicas."""
             self.calls.append({"service": service, "replicas": replicas})
             return f"Restarted {service} with {replicas} replicas."
+
+        @self.server.tool(structured_output=False)
+        async def rollback(service: str, ctx: Context) -> str:
+            """Roll a service back, once its owner confirms (asked mid-call with elicitation/create)."""
+            self.calls.append({"rollback": service})
+            answer = await ctx.elicit(f"Roll {service} back?", Confirm)
+            confirmed = answer.action == "accept" and answer.data.confirm
+            return f"Rolled {service} back." if confirmed else f"{service} was not rolled back."
 
     @contextlib.contextmanager
     def served(self) -> Iterator[ServedInThread]:

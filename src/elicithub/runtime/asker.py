@@ -69,6 +69,12 @@ class Asker:
         self.paused = False
         self.stopped = False
 
+    @property
+    def asking_again(self) -> bool:
+        """Whether the call runs again after an interruption, its questions asked before (and maybe answered) being
+        asked again: one asked the same way gets its earlier id instead of the new one."""
+        return bool(self._earlier)
+
     def resume_from(self) -> Pause | None:
         """Where the interrupted call stopped, the first time the call asks; None afterwards."""
         resume, self._resume = self._resume, None

@@ -141,6 +141,7 @@ class Hub:
         approvals = ApprovalGate(
             config.approvals,
             config.elicitation.timeout_s,
+            self.backend.kv,
             self.approval_notices,
             self.approval_ends,
             self.approval_timers,

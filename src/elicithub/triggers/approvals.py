@@ -22,13 +22,15 @@ import jsonschema
 from elicithub.auth.groups import SignedInGroups
 from elicithub.config_approvals import ApprovalPolicy, first_policy
 from elicithub.core.approval import Approval, approval_schema, edited
+from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, QuestionContext, new_elicitation
 from elicithub.core.jsonwire import JsonObject
+from elicithub.core.ports import KeyValueStore
 from elicithub.runtime.approvers import ApprovalNotices, asked_of, waiting_for
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import Trigger
 from elicithub.runtime.tools import CallContext, ToolOutcome, cannot_ask, stopped_call
-from elicithub.triggers.approval_ends import ApprovalEnds, decision_of
+from elicithub.triggers.approval_ends import KEPT_S, ApprovalEnds, decision_of
 from elicithub.triggers.approval_timers import ApprovalTimers
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class ApprovalGate:
         self,
         policies: list[ApprovalPolicy],
         timeout_s: float,
+        kv: KeyValueStore,
         notices: ApprovalNotices,
         ends: ApprovalEnds,
         timers: ApprovalTimers,
@@ -49,6 +52,7 @@ class ApprovalGate:
         signed_in: SignedInGroups | None = None,
     ) -> None:
         self.policies = policies
+        self.kv = kv
         self.timeout_s = timeout_s
         self.notices = notices
         self.ends = ends
@@ -68,12 +72,9 @@ class ApprovalGate:
             return ToolOutcome(f"Call of {name} needs approval, and only a signed-in person's call can have it.", True)
         if policy.approvers == "requester" and not context.can_show("form"):
             return ToolOutcome(cannot_ask(context, f"Call of {name} needs your approval", "form"), is_error=True)
-        question = await self._question(policy, trigger, tool, arguments, context)
-        await self._before_asking(question, policy)
-        opened = partial(self._opened, context)
-        [resolution] = await context.asker.ask(
-            [question], trigger="approval", state={"kind": "rerun"}, resumable=True, opened=opened
-        )
+        resolution = await self._given(context)
+        if resolution is None:
+            resolution = await self._ask(policy, trigger, tool, arguments, context)
         stopped = resolution.outcome == "cancelled" and context.asker.stopped
         await self.ends.record(resolution.elicitation_id, stopped)
         timeout_s = policy.timeout_s or self.timeout_s
@@ -84,6 +85,31 @@ class ApprovalGate:
         if not decision.approved:
             return ToolOutcome(f"Call of {name} was not approved: {decision.reason}", is_error=True)
         return await trigger.call(tool, edited(arguments, resolution.content), context)
+
+    async def _given(self, context: CallContext) -> Resolution | None:
+        """How the approval of this call ended, when it was asked before its run was interrupted and the call has
+        asked other questions since (its run's pause names those now, not the approval)."""
+        key = _given_key(context)
+        elicitation_id = await self.kv.get(key) if key is not None else None
+        asked = await self.ends.store.get(elicitation_id.decode()) if elicitation_id is not None else None
+        return None if asked is None or asked.outcome is None else Resolution.of(asked)
+
+    async def _ask(
+        self, policy: ApprovalPolicy, trigger: Trigger, tool: str, arguments: JsonObject, context: CallContext
+    ) -> Resolution:
+        assert context.asker is not None
+        question = await self._question(policy, trigger, tool, arguments, context)
+        again = context.asker.asking_again
+        if not again:  # (else it is most likely the approval asked before, already set up: see `_opened`)
+            await self._before_asking(question, policy)
+        opened = partial(self._opened, context, policy, again)
+        [resolution] = await context.asker.ask(
+            [question], trigger="approval", state={"kind": "rerun"}, resumable=True, opened=opened
+        )
+        if (key := _given_key(context)) is not None:
+            keep_s = (question.expires_at - question.created_at).total_seconds() + KEPT_S
+            await self.kv.put(key, resolution.elicitation_id.encode(), keep_s)
+        return resolution
 
     async def _question(
         self, policy: ApprovalPolicy, trigger: Trigger, tool: str, arguments: JsonObject, context: CallContext
@@ -143,8 +169,7 @@ class ApprovalGate:
 
     async def _before_asking(self, question: Elicitation, policy: ApprovalPolicy) -> None:
         """Its end is to be recorded, and its timers set, before it is stored: a hub that dies once it is stored
-        leaves them to whichever hub goes on. (A question asked before an interruption is asked again under its own
-        id, and these, kept under the new one, are never used.)"""
+        leaves them to whichever hub goes on."""
         await self.ends.opening(question)
         if policy.remind_after_s is not None:
             reminder = question.created_at + timedelta(seconds=policy.remind_after_s)
@@ -152,13 +177,24 @@ class ApprovalGate:
         if question.approval is not None and question.approval.escalate_at is not None:
             await self.timers.schedule(question, "escalate", question.approval.escalate_at)
 
-    async def _opened(self, context: CallContext, questions: list[Elicitation]) -> None:
+    async def _opened(
+        self, context: CallContext, policy: ApprovalPolicy, again: bool, questions: list[Elicitation]
+    ) -> None:
         """A new approval is stored and shown: its approvers are told, and its requester's call says what it waits
-        for (an MCP task's or an A2A task's status message)."""
+        for (an MCP task's or an A2A task's status message). `again`: the call runs again after an interruption, and
+        did not find the approval it asked before (it ended long ago), so this one is set up only now."""
         for question in questions:
+            if again:
+                await self._before_asking(question, policy)
             await self.notices.added(question, asked_of(question))
             if context.progress is not None and not question.asks_requester:
                 await context.progress(waiting_for(question))
+
+
+def _given_key(context: CallContext) -> str | None:
+    """Where the approval of this call is noted once it has ended: by the run that makes it and the model's id of
+    the call."""
+    return f"approval-given:{context.calling_run}:{context.call_id}" if context.call_id is not None else None
 
 
 class Approved:
