@@ -100,6 +100,20 @@ def test_config_check_shows_the_admins(tmp_path: Path) -> None:
     assert not any(line.startswith("  admins") for line in defaults)
 
 
+def test_config_check_shows_the_approval_policies(tmp_path: Path) -> None:
+    servers = 'mcp_servers: [{id: deploy, url: "http://127.0.0.1:9/mcp"}]\n'
+    policies = (
+        "groups: {ops: [carol]}\napprovals:\n"
+        "  - {tools: [deploy.*], approvers: {groups: [ops], users: [carol]}, timeout_s: 60, on_timeout: approve}\n"
+        "  - {tools: [deploy.migrate]}\n"
+    )
+    result = runner.invoke(app, ["config", "check", str(write(tmp_path, servers + policies))])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "  approval    deploy.* by carol, group ops (timeout 60 s, on_timeout approve)" in lines
+    assert "  approval    deploy.migrate by the requester (timeout 600 s, on_timeout deny)" in lines
+
+
 def test_config_check_on_an_empty_file_shows_the_defaults(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "check", str(write(tmp_path, ""))])
     assert result.exit_code == 0, result.output

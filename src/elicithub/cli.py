@@ -13,6 +13,7 @@ import typer
 
 from elicithub.config import Config, ConfigError, DemoConfig, load_config
 from elicithub.errors import HubError
+from elicithub.runtime.approvers import named
 
 app = typer.Typer(help="elicithub: let an agent pause a tool call, ask a person, and resume.", no_args_is_help=True)
 config_app = typer.Typer(help="Work with config files.", no_args_is_help=True)
@@ -220,6 +221,12 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
         )
     for agent in loaded.a2a_agents:
         typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
+    for policy in loaded.approvals:
+        who = "the requester" if policy.approvers == "requester" else named(policy.approvers.people())
+        timeout = policy.timeout_s or loaded.elicitation.timeout_s
+        typer.echo(
+            f"  approval    {', '.join(policy.tools)} by {who} (timeout {timeout:g} s, on_timeout {policy.on_timeout})"
+        )
 
 
 @store_app.command("migrate")

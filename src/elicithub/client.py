@@ -220,7 +220,8 @@ def _event(part: JsonObject, conversation: str) -> Event:
             raw=data,
         )
     if kind == "data-elicitation-resolved" and isinstance(data, dict) and (outcome := _outcome(data)) is not None:
-        return ElicitationResolved(str(data.get("elicitationId")), outcome)
+        by = data.get("answeredBy")
+        return ElicitationResolved(str(data.get("elicitationId")), outcome, by if isinstance(by, str) else None)
     return RawEvent(part)
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from elicithub.config_approvals import ApprovalPolicy, AuditConfig, check_approvals
 from elicithub.config_env import interpolate
 from elicithub.core.jsonwire import JsonObject
 from elicithub.errors import HubError
@@ -364,6 +365,13 @@ class Config(_Strict):
     demo: DemoConfig = DemoConfig()
     slack: SlackConfig | None = None
     """The Slack app; unset: off."""
+    groups: dict[str, list[Annotated[str, Field(min_length=1)]]] = {}
+    """Static groups of user ids, by group name: approval policies name them (with OIDC, the token's groups count
+    too)."""
+    approvals: list[ApprovalPolicy] = []
+    """Approval policies: the first whose tools match a call decides who approves it."""
+    audit: AuditConfig = AuditConfig()
+    """How long approvals' records are kept."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Config:
@@ -380,7 +388,18 @@ class Config(_Strict):
         if len(set(tokens)) != len(tokens):
             raise ValueError("users: two users share a token")
         self._check_agents()
+        self._check_approvals()
         return self
+
+    def _check_approvals(self) -> None:
+        known = {u.id for u in self.users} | set(self.admins) | {m for ms in self.groups.values() for m in ms}
+        known |= set(self.slack.users.values()) if self.slack is not None else set()
+        known |= {self.demo.dev_user} if self.demo.enabled else set()
+        # The demo brings agents of its own: then not every prefix is known here.
+        ids = [*(s.id for s in self.mcp_servers), *(a.id for a in self.a2a_agents), *(a.id for a in self.agents)]
+        prefixes = None if self.demo.enabled else set(ids)
+        timeout_s = self.elicitation.timeout_s
+        check_approvals(self.approvals, self.groups, known, prefixes, timeout_s, self.auth.oidc is not None)
 
     def _check_agents(self) -> None:
         """Agent ids are unique and differ from tool ids; every tool an agent names exists; no agent delegates to

@@ -9,10 +9,12 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
     - PayloadTooLarge
     - BadLink (auth.links)
     - StateRefused (surfaces.mcp_state)
+    - BadCursor (runtime.audit)
   + NotFound
     - ElicitationNotFound
     - ConversationNotFound
   + AlreadyResolved
+  + SelfApprovalRefused
   + Expired
   + InvalidContent
   + QuestionRefused
@@ -22,8 +24,8 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + BadNumber (core.jsonwire)
   + RunTransitionError (core.runs)
   + RoundsExceeded (triggers.mcp.rounds)
-  + BadPayload (surfaces.agui_interrupts)
   + EmptyRound (triggers.mcp.rounds)
+  + BadPayload (surfaces.agui_interrupts)
   + ConfigError (config)
   + KeyUnusable
   + SlackUnusable
@@ -79,6 +81,17 @@ class AlreadyResolved(HubError):
         """`differently`: the refused request was an answer other than the one that ended it."""
         how = " with a different answer" if differently else ""
         super().__init__(f"Elicitation {elicitation_id!r} was already {outcome}{how}.")
+
+
+class SelfApprovalRefused(HubError):
+    """The requester of a tool call is one of its approvers, and its policy does not let them approve their own call."""
+
+    code = "self_approval"
+
+    def __init__(self, elicitation_id: str) -> None:
+        super().__init__(
+            f"Elicitation {elicitation_id!r} asks approval of your own call; another approver must answer it."
+        )
 
 
 class Expired(HubError):

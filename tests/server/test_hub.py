@@ -7,6 +7,8 @@ import re
 
 from tests.conftest import HubFactory, McpProcess, RunningHub
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
+from tests.triggers.approving import USERS as PEOPLE_USERS
+from tests.triggers.approving import Requester, answer
 
 
 def said(hub: RunningHub, conversation_id: str, message: str) -> str:
@@ -53,3 +55,21 @@ def test_the_sweep_leaves_nothing_held_of_conversations_idle_past_retention(make
     with hub.client() as client:
         for n in range(3):
             assert client.get(f"/run/api/conversations/conv-idle-{n}").status_code == 404
+
+
+def test_with_the_demo_on_a_rollback_first_asks_the_ops_groups_approval_which_the_dev_user_may_give(
+    make_hub: HubFactory,
+) -> None:
+    hub = make_hub(demo={"enabled": True}, users=PEOPLE_USERS)
+    assert [p.tools for p in hub.hub.config.approvals] == [["release.rollback"]]
+    assert hub.hub.config.groups == {"ops": ["dev"]}
+    with Requester(hub.url, "dev", "conv-demo-approval", '/call release.rollback {"service": "orders"}') as person:
+        asked = person.until("data-elicitation-request")["data"]
+        assert asked["context"]["trigger"] == "approval" and asked["context"]["requester"] == "dev"
+        approved = answer(hub.url, "dev", asked["elicitationId"], content={"approve": True, "reason": "bad canary"})
+        assert approved.status_code == 200, approved.text
+        confirm = person.until("data-elicitation-request")["data"]  # then the release server's own question
+        assert confirm["message"] == "Roll orders back to the previous release?"
+        assert answer(hub.url, "dev", confirm["elicitationId"], content={"confirm": True}).status_code == 200
+        rest = person.rest()
+    assert text_of(rest) == "Rolled orders back to the previous release."

@@ -149,8 +149,13 @@ def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
     expect(result).to_have_text("Deployed orders to eu-west-1 with 3 replicas (canary, tracing).")
     expect_closed(prompt, "accepted")
 
-    # 2025-11-25: the release server sends elicitation/create while the call is open.
+    # The demo's approval policy: the group ops approves a rollback, and the dev user, its member, may approve their
+    # own. Then the release server (2025-11-25) sends elicitation/create while the call is open.
     say(page, ROLLBACK)
+    approval = page.locator(".prompt", has_text="dev asks to call release.rollback. Approve this call?")
+    approval.get_by_label("Approve this call").check()
+    approval.get_by_role("button", name="Submit").click()
+    expect_closed(approval, "accepted")
     rollback = page.locator(".prompt", has_text="Roll orders back to the previous release?")
     rollback.get_by_label("Roll back to the previous release").check()
     rollback.get_by_role("button", name="Submit").click()

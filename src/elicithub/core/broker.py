@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from elicithub.core.cancelling import despite_cancellation, settled
@@ -27,7 +27,7 @@ from elicithub.core.elicitation import (
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.ports import Counts, ElicitationStore, EventSink
-from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent
+from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent, SelfApprovalRefused
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,14 @@ class Resolution:
     elicitation_id: str
     outcome: Outcome
     content: JsonObject | None = None
+    answered_by: str | None = None
+    """Who answered an approval (None for any other question, or one that ended without an answer)."""
 
     @classmethod
     def of(cls, elicitation: Elicitation) -> Resolution:
         assert elicitation.outcome is not None
         content = elicitation.answer.content if elicitation.answer is not None else None
-        return cls(elicitation.id, elicitation.outcome, content)
+        return cls(elicitation.id, elicitation.outcome, content, elicitation.answered_by)
 
 
 @dataclass
@@ -209,7 +211,8 @@ class Broker:
         # The process that moves a question announces its end at once (so it goes to the log with what that
         # process writes next). A waiter here announces an end it learnt of from the store, once: another instance
         # moved it and announced it there too; readers of the run's stream keep the first announcement of each.
-        await self.events.publish(elicitation, ElicitationResolved(resolution.elicitation_id, resolution.outcome))
+        resolved = ElicitationResolved(resolution.elicitation_id, resolution.outcome, resolution.answered_by)
+        await self.events.publish(elicitation, resolved)
 
     async def _announce_once(self, waiting: _Waiting, resolution: Resolution) -> None:
         if not waiting.announced:
@@ -275,16 +278,28 @@ class Broker:
             ended(resolution)
         return resolution
 
-    async def lookup(self, elicitation_id: str, user_id: str | None, conversation_id: str | None = None) -> Elicitation:
-        """The elicitation as its owner sees it; to anyone else (or in another conversation) it does not exist. One
-        opened here and pending is as this hub holds it, else as stored."""
+    async def lookup(
+        self,
+        elicitation_id: str,
+        user_id: str | None,
+        conversation_id: str | None = None,
+        groups: Collection[str] = (),
+    ) -> Elicitation:
+        """The elicitation as those who may answer it see it (its owner; for an approval, its approvers, `groups`
+        being the user's); to anyone else (or in another conversation) it does not exist, and to a requester who may
+        not approve their own call it is refused (SelfApprovalRefused). One opened here and pending is as this hub
+        holds it, else as stored."""
         elicitation = self._held.get(elicitation_id) or await self.store.get(elicitation_id)
-        if (
-            elicitation is None
-            or user_id is None
-            or elicitation.user_id != user_id
-            or (conversation_id is not None and elicitation.conversation_id != conversation_id)
-        ):
+        if elicitation is None or (conversation_id is not None and elicitation.conversation_id != conversation_id):
+            raise ElicitationNotFound(elicitation_id)
+        if elicitation.approval is None:
+            if user_id is None or elicitation.user_id != user_id:
+                raise ElicitationNotFound(elicitation_id)
+            return elicitation
+        standing = elicitation.approval.standing(user_id, groups, elicitation.user_id, utcnow())
+        if standing == "self":
+            raise SelfApprovalRefused(elicitation_id)
+        if standing == "none":
             raise ElicitationNotFound(elicitation_id)
         return elicitation
 
@@ -295,11 +310,14 @@ class Broker:
         user_id: str | None,
         conversation_id: str | None = None,
         looked_up: Elicitation | None = None,
+        groups: Collection[str] = (),
     ) -> Resolution:
-        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent. `looked_up`: the
-        question as the caller just had it from `lookup`, saving a read (if it has ended since, the compare-and-set
-        fails and the answer is judged again against what is stored)."""
-        elicitation = looked_up or await self.lookup(elicitation_id, user_id, conversation_id)
+        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent (and for an approval,
+        SelfApprovalRefused). `looked_up`: the question as the caller just had it from `lookup`, saving a read (if it
+        has ended since, the compare-and-set fails and the answer is judged again against what is stored)."""
+        elicitation = looked_up or await self.lookup(elicitation_id, user_id, conversation_id, groups)
+        if elicitation.approval is not None:
+            answer = replace(answer, by=user_id)  # who answered is kept with the answer (first answer wins)
         decision = decide(elicitation, answer, utcnow())
         if isinstance(decision, Invalid):
             if looked_up is not None or elicitation is self._held.get(elicitation_id):
@@ -307,7 +325,7 @@ class Broker:
                 stored = await self.store.get(elicitation_id)
                 if stored is not None and stored.state is not State.PENDING:
                     self._held.pop(elicitation_id, None)
-                    return await self.respond(elicitation_id, answer, user_id, conversation_id, stored)
+                    return await self.respond(elicitation_id, answer, user_id, conversation_id, stored, groups)
             raise InvalidContent(elicitation_id, decision.errors)
         if isinstance(decision, Repeat):
             return Resolution.of(elicitation)
@@ -317,14 +335,15 @@ class Broker:
             final = await self.end(elicitation_id, State.EXPIRED)
             if final.outcome != "expired":
                 # Another answer won just before the deadline: judge this one against it.
-                return await self.respond(elicitation_id, answer, user_id, conversation_id)
+                return await self.respond(elicitation_id, answer, user_id, conversation_id, groups=groups)
             raise Expired(elicitation_id)
         assert isinstance(decision, Resolve)
         if await self._transition(elicitation, decision.state, decision.answer):
             content = decision.answer.content if decision.answer else None
-            return Resolution(elicitation_id, decision.state.outcome, content)
+            by = decision.answer.by if decision.answer else None
+            return Resolution(elicitation_id, decision.state.outcome, content, by)
         # Someone else resolved it between our read and our write: judge the answer against that outcome.
-        return await self.respond(elicitation_id, answer, user_id, conversation_id)
+        return await self.respond(elicitation_id, answer, user_id, conversation_id, groups=groups)
 
     async def end(self, elicitation_id: str, state: State) -> Resolution:
         """End a pending elicitation without a person's answer (expired, cancelled); returns the final outcome."""
@@ -417,7 +436,9 @@ class Broker:
             outcome,
             extra={**about, "conversation_id": elicitation.conversation_id},
         )
-        resolution = Resolution(elicitation.id, outcome, answer.content if answer else None)
+        resolution = Resolution(
+            elicitation.id, outcome, answer.content if answer else None, answer.by if answer else None
+        )
         waiting = self._waiters.get(elicitation.id) or before
         if waiting is None:
             await self._announce(elicitation, resolution)

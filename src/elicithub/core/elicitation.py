@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Literal, TypedDict
 
+from elicithub.core.approval import Approval
 from elicithub.core.jsonwire import JsonObject
 from elicithub.core.schema import FieldError, apply_defaults, validate_content
 
@@ -17,8 +18,9 @@ Action = Literal["accept", "decline", "cancel"]
 
 class QuestionContext(TypedDict, total=False):
     """Where a question comes from, for the person's client to show: `trigger` is `credential_required`,
-    `mcp_elicitation` or `a2a_input_required`; a delegated agent's questions name the `agentPath` that asks,
-    outermost first; a sign-in that needs more than it has names its `scope`."""
+    `mcp_elicitation`, `a2a_input_required` or `approval`; a delegated agent's questions name the `agentPath` that
+    asks, outermost first; a sign-in that needs more than it has names its `scope`; an approval names the call's
+    `arguments` and its `requester`."""
 
     trigger: str
     serverId: str
@@ -27,6 +29,8 @@ class QuestionContext(TypedDict, total=False):
     taskId: str
     agentPath: list[str]
     scope: str
+    arguments: JsonObject
+    requester: str
 
 
 class State(StrEnum):
@@ -65,15 +69,24 @@ def utcnow() -> datetime:
 
 @dataclass(frozen=True)
 class Answer:
-    """What a person said: an action, and for an accepted form its content."""
+    """What a person said: an action, and for an accepted form its content; `by`: who said it, where someone other
+    than the question's user may answer (an approval)."""
 
     action: Action
     content: JsonObject | None = None
+    by: str | None = None
+
+    def to_json(self) -> JsonObject:
+        data: JsonObject = {"action": self.action, "content": self.content}
+        if self.by is not None:
+            data["by"] = self.by
+        return data
 
 
 @dataclass(frozen=True)
 class Elicitation:
-    """One question to one person, owned by the run (`run_id`) that waits for it."""
+    """One question to one person, owned by the run (`run_id`) that waits for it; an `approval` is a question about
+    that person's tool call, routed to its approvers (core/approval.py)."""
 
     conversation_id: str
     user_id: str
@@ -89,6 +102,16 @@ class Elicitation:
     state: State = State.PENDING
     answer: Answer | None = None
     resolved_at: datetime | None = None
+    approval: Approval | None = None
+
+    @property
+    def answered_by(self) -> str | None:
+        return self.answer.by if self.answer is not None else None
+
+    @property
+    def asks_requester(self) -> bool:
+        """Whether its own user answers it (every question but an approval routed to others)."""
+        return self.approval is None or self.approval.requester_answers
 
     @property
     def outcome(self) -> Outcome | None:
@@ -111,14 +134,16 @@ class Elicitation:
             "created_at": self.created_at.isoformat(),
             "expires_at": self.expires_at.isoformat(),
             "state": self.state.value,
-            "answer": None if self.answer is None else {"action": self.answer.action, "content": self.answer.content},
+            "answer": None if self.answer is None else self.answer.to_json(),
             "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
+            **({} if self.approval is None else {"approval": self.approval.to_json()}),
         }
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Elicitation:
         answer = data.get("answer")
         resolved = data.get("resolved_at")
+        approval = data.get("approval")
         return cls(
             id=data["id"],
             conversation_id=data["conversation_id"],
@@ -132,8 +157,9 @@ class Elicitation:
             created_at=datetime.fromisoformat(data["created_at"]),
             expires_at=datetime.fromisoformat(data["expires_at"]),
             state=State(data["state"]),
-            answer=None if answer is None else Answer(answer["action"], answer.get("content")),
+            answer=None if answer is None else Answer(answer["action"], answer.get("content"), answer.get("by")),
             resolved_at=None if resolved is None else datetime.fromisoformat(resolved),
+            approval=None if approval is None else Approval.from_json(approval),
         )
 
 
@@ -148,6 +174,7 @@ def new_elicitation(
     requested_schema: JsonObject | None = None,
     url: str | None = None,
     context: QuestionContext | None = None,
+    approval: Approval | None = None,
 ) -> Elicitation:
     now = utcnow()
     return Elicitation(
@@ -161,6 +188,7 @@ def new_elicitation(
         context=context or {},
         created_at=now,
         expires_at=now + timedelta(seconds=timeout_s),
+        approval=approval,
     )
 
 
@@ -201,7 +229,7 @@ Decision = Resolve | Repeat | Conflict | Expire | Invalid
 
 
 def _same_answer(a: Answer | None, b: Answer) -> bool:
-    if a is None or a.action != b.action:
+    if a is None or a.action != b.action or a.by != b.by:
         return False
     return b.action != "accept" or (a.content or {}) == (b.content or {})
 
@@ -214,7 +242,8 @@ def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
     """
     schema = elicitation.requested_schema or {"type": "object", "properties": {}}
     if answer.action == "accept" and elicitation.mode == "form":
-        answer = Answer("accept", apply_defaults(schema, answer.content) if answer.content is not None else None)
+        filled = apply_defaults(schema, answer.content) if answer.content is not None else None
+        answer = replace(answer, content=filled)
     if elicitation.state is State.EXPIRED:
         return Expire()
     if elicitation.state is not State.PENDING:
@@ -223,11 +252,14 @@ def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
         return Expire()
     if answer.action == "accept" and elicitation.mode == "form":
         errors = validate_content(schema, answer.content)
+        if not errors and elicitation.approval is not None:
+            arguments = elicitation.context.get("arguments") or {}
+            errors = elicitation.approval.edit_errors(arguments, answer.content or {})
         if errors:
             return Invalid(errors)
         return Resolve(State.ACCEPTED, answer)
     # url mode carries no content; decline and cancel never do.
-    return Resolve(_ACTION_STATE[answer.action], Answer(answer.action))
+    return Resolve(_ACTION_STATE[answer.action], Answer(answer.action, by=answer.by))
 
 
 def resolved(elicitation: Elicitation, state: State, answer: Answer | None, now: datetime) -> Elicitation:

@@ -57,6 +57,8 @@ class ElicitationRequested:
 class ElicitationResolved:
     elicitation_id: str
     outcome: Outcome
+    answered_by: str | None = None
+    """Who answered, for an approval (someone other than the stream's person may have)."""
     frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
@@ -116,11 +118,23 @@ class RequestEvent(TypedDict):
 
 
 class ResolvedEvent(TypedDict):
-    """The public `elicitation-resolved` event: how a question ended."""
+    """The public `elicitation-resolved` event: how a question ended (and for an approval, who answered)."""
 
     type: Literal["elicitation-resolved"]
     elicitationId: str
     outcome: Outcome
+    answeredBy: NotRequired[str]
+
+
+class ApprovalPendingEvent(TypedDict):
+    """The public `approval-pending` event: the requester's tool call waits for other people's approval (they see
+    no question of their own to answer)."""
+
+    type: Literal["approval-pending"]
+    elicitationId: str
+    approvers: JsonObject
+    expiresAt: str
+    context: QuestionContext
 
 
 class AnswerEvent(TypedDict):
@@ -149,8 +163,29 @@ def request_event(elicitation: Elicitation) -> RequestEvent:
     return event
 
 
-def resolved_event(elicitation_id: str, outcome: Outcome) -> ResolvedEvent:
-    return {"type": "elicitation-resolved", "elicitationId": elicitation_id, "outcome": outcome}
+def pending_event(elicitation: Elicitation) -> ApprovalPendingEvent:
+    approval = elicitation.approval
+    approvers = approval.approvers.to_json() if approval is not None and approval.approvers is not None else {}
+    return {
+        "type": "approval-pending",
+        "elicitationId": elicitation.id,
+        "approvers": approvers,
+        "expiresAt": elicitation.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "context": elicitation.context,
+    }
+
+
+def asked_event(elicitation: Elicitation) -> RequestEvent | ApprovalPendingEvent:
+    """What its run's stream shows of a question: the question, or for an approval its person does not answer, that
+    the call waits for it."""
+    return request_event(elicitation) if elicitation.asks_requester else pending_event(elicitation)
+
+
+def resolved_event(elicitation_id: str, outcome: Outcome, answered_by: str | None = None) -> ResolvedEvent:
+    event: ResolvedEvent = {"type": "elicitation-resolved", "elicitationId": elicitation_id, "outcome": outcome}
+    if answered_by is not None:
+        event["answeredBy"] = answered_by
+    return event
 
 
 def to_json(event: StreamEvent) -> JsonObject:
@@ -176,7 +211,7 @@ def to_json(event: StreamEvent) -> JsonObject:
     if isinstance(event, ElicitationRequested):
         return {"type": "elicitation-requested", "elicitation": event.elicitation.to_json()}
     if isinstance(event, ElicitationResolved):
-        return {"type": "elicitation-resolved", "elicitationId": event.elicitation_id, "outcome": event.outcome}
+        return dict(resolved_event(event.elicitation_id, event.outcome, event.answered_by))
     if isinstance(event, RunPaused):
         return {"type": "run-paused", "elicitationIds": list(event.elicitation_ids)}
     return {"type": "run-finished", "reason": event.reason}
@@ -220,7 +255,7 @@ def from_json(data: JsonObject) -> StreamEvent | None:
     if kind == "elicitation-requested":
         return ElicitationRequested(Elicitation.from_json(data["elicitation"]))
     if kind == "elicitation-resolved":
-        return ElicitationResolved(data["elicitationId"], data["outcome"])
+        return ElicitationResolved(data["elicitationId"], data["outcome"], data.get("answeredBy"))
     if kind == "run-paused":
         return RunPaused(tuple(data["elicitationIds"]))
     if kind == "run-finished":

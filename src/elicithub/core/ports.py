@@ -156,7 +156,9 @@ class KeyValueStore(Protocol):
     Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, `session:`, sealed
     before they get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks
     (`mcp-task:`, and each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool
-    listings (`tools:`) and the groups of people signed in to the widget (`signed-in-groups:`).
+    listings (`tools:`), the groups of people signed in to the widget (`signed-in-groups:`), approvals whose end is
+    not yet recorded (`approval-open:`), their timers (`approval-timer:`, and the list `approval-timers`) and the
+    audit log (the list `audit`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...

@@ -85,6 +85,10 @@ SUGGESTIONS = [
 ]
 """What the widget offers to send with one click while the demo is on: a call of each kind of question it asks."""
 
+DEMO_APPROVAL = {"tools": ["release.rollback"], "approvers": {"groups": ["ops"]}, "self_approval": True}
+"""The demo's approval policy: a rollback needs the approval of the group `ops`, whose one member is the dev user,
+who may approve their own calls (so one person can try it)."""
+
 
 def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:
     """The hub's `a2a_agents` entries for the demo A2A agent at this URL."""

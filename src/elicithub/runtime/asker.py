@@ -20,6 +20,7 @@ SaveChecked = Callable[[Pause], Awaitable[bool]]
 """Save a pause and read whether the run is still active, the read made after the pause and the questions stored
 along with it (so in the same write, on a store that applies one turn's writes and reads in order)."""
 Emit = Callable[[StreamEvent], Awaitable[object]]
+Opened = Callable[[list[Elicitation]], Awaitable[None]]
 
 
 async def _nothing(_: Any) -> None:
@@ -68,6 +69,12 @@ class Asker:
         self.paused = False
         self.stopped = False
 
+    @property
+    def asking_again(self) -> bool:
+        """Whether the call runs again after an interruption, its questions asked before (and maybe answered) being
+        asked again: one asked the same way gets its earlier id instead of the new one."""
+        return bool(self._earlier)
+
     def resume_from(self) -> Pause | None:
         """Where the interrupted call stopped, the first time the call asks; None afterwards."""
         resume, self._resume = self._resume, None
@@ -93,11 +100,14 @@ class Asker:
         keys: list[str] | None = None,
         state: JsonObject | None = None,
         resumable: bool = False,
+        opened: Opened | None = None,
     ) -> list[Resolution]:
         """Ask a round of questions together and wait until each has ended (answered, declined, expired...).
 
         `resumable`: the trigger goes on from `state` alone, holding nothing open downstream meanwhile (a 2026-07-28
-        round, a sign-in), so a run that parks may let go of its task while the round waits."""
+        round, a sign-in), so a run that parks may let go of its task while the round waits. `opened`: told of the
+        questions once they are stored and shown, those asked for the first time only (not one asked before an
+        interruption, which this asks again), before the run waits or parks."""
         keys = keys if keys is not None else [str(i) for i in range(len(elicitations))]
         if len(self.agent_path) > 1:  # a delegated agent asks: say which, outermost first
             path = list(self.agent_path)
@@ -121,6 +131,8 @@ class Asker:
                 await self.broker.cancel(list(ids.values()))
                 self.stopped = True
                 return await self._wait([ids[k] for k in keys], shown={}, parking=parking)
+            if opened is not None and fresh:
+                await opened(fresh)
             return await self._wait([ids[k] for k in keys], shown={e.id: e for e in fresh}, parking=parking)
 
     async def _pause_along(self, pause: Pause, read: list[bool]) -> None:

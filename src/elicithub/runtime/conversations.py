@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker, Resolution
@@ -22,7 +22,14 @@ from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Out
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
-from elicithub.errors import ConversationNotFound, ElicitationNotFound, Expired, HubError, InvalidContent
+from elicithub.errors import (
+    ConversationNotFound,
+    ElicitationNotFound,
+    Expired,
+    HubError,
+    InvalidContent,
+    SelfApprovalRefused,
+)
 from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.parking import Parked, Parking
@@ -44,6 +51,9 @@ class Caller:
     """The question modes the client can show (an MCP client declares them)."""
     anonymous: str | None = None
     """Without a user: the caller's own secret (a cookie), which the conversations the hub issues them are bound to."""
+    groups: frozenset[str] = frozenset()
+    """The groups their identity provider puts them in (the hub's own `groups:` are added): who may answer an
+    approval."""
 
 
 def is_open(elicitation: Elicitation) -> bool:
@@ -52,8 +62,18 @@ def is_open(elicitation: Elicitation) -> bool:
 
 
 class Conversations:
-    def __init__(self, backend: Backend, broker: Broker, runner: Runner, stream: RunStream, instance: str) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        broker: Broker,
+        runner: Runner,
+        stream: RunStream,
+        instance: str,
+        groups: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
         self.backend = backend
+        self.groups = groups or {}
+        """The hub's static groups (`groups:`), by name."""
         self.broker = broker
         self.runner = runner
         self.stream = stream
@@ -117,10 +137,21 @@ class Conversations:
         return Sent(conversation_id, run_id, record.active_run_after)
 
     async def answer(
-        self, caller: Caller, elicitation_id: str, answer: Answer, conversation_id: str | None = None
+        self,
+        caller: Caller,
+        elicitation_id: str,
+        answer: Answer,
+        conversation_id: str | None = None,
+        *,
+        own: bool = False,
     ) -> Answered:
-        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent."""
-        elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id)
+        """Take a person's answer; raises NotFound, AlreadyResolved, Expired or InvalidContent (SelfApprovalRefused
+        for an approval). `own`: only a question of the caller's own runs (an answer whose continuation streams to
+        them); else also an approval routed to them."""
+        groups = self.groups_of(caller)
+        elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id, groups)
+        if own and elicitation.user_id != caller.user_id:
+            raise ElicitationNotFound(elicitation_id)
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         after = await self.backend.events.last(key)
         # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together; a
@@ -136,7 +167,7 @@ class Conversations:
         if parked_in is not None:
             self._read_by_answer[elicitation.run_id] = read
         resolution, run = await asyncio.gather(
-            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation), read
+            self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation, groups=groups), read
         )
         followed = self._readers[elicitation.run_id] > 0
         call = None
@@ -205,15 +236,23 @@ class Conversations:
 
     # -- questions, as their person sees them
 
+    def groups_of(self, caller: Caller) -> frozenset[str]:
+        """The caller's groups: their identity provider's, and those `groups:` puts them in."""
+        user = caller.user_id
+        return caller.groups | {g for g, members in self.groups.items() if user is not None and user in members}
+
     async def question(self, caller: Caller, elicitation_id: str) -> Elicitation:
-        """The caller's question; to anyone else it does not exist (ElicitationNotFound)."""
-        return await self.broker.lookup(elicitation_id, caller.user_id)
+        """The caller's question (or an approval they may answer); to anyone else it does not exist
+        (ElicitationNotFound), and to a requester who may not approve their own call it is refused
+        (SelfApprovalRefused)."""
+        return await self.broker.lookup(elicitation_id, caller.user_id, groups=self.groups_of(caller))
 
     async def open_questions(self, caller: Caller, elicitation_ids: Iterable[str]) -> list[Elicitation]:
-        """Those of the caller's questions `elicitation_ids` that still wait for an answer, in that order."""
+        """Those of the caller's questions `elicitation_ids` that still wait for their answer, in that order (an
+        approval of their call that others answer is not theirs)."""
         found = []
         for elicitation_id in elicitation_ids:
-            with contextlib.suppress(ElicitationNotFound):
+            with contextlib.suppress(ElicitationNotFound, SelfApprovalRefused):
                 elicitation = await self.question(caller, elicitation_id)
                 if is_open(elicitation):
                     found.append(elicitation)

@@ -47,7 +47,9 @@ class Showing:
     active: Callable[[], Awaitable[bool]]
     parking: Spot | None = None
 
-    def context(self, record: RunRecord, asker: Asker | None, progress: Progress | None = None) -> CallContext:
+    def context(
+        self, record: RunRecord, asker: Asker | None, progress: Progress | None = None, call_id: str | None = None
+    ) -> CallContext:
         """A call's context: the run's person, its questions shown here."""
         return CallContext(
             record.conversation_id,
@@ -60,6 +62,7 @@ class Showing:
             record.surface,
             frozenset(record.modes),
             progress,
+            call_id,
         )
 
 
@@ -270,7 +273,7 @@ class Runner:
             elif call.error is not None:
                 outcome = ToolOutcome(call.error, is_error=True)  # the model is told why, and may call again
             else:
-                context = showing.context(record, asker, partial(_progress, emit, call.call_id))
+                context = showing.context(record, asker, partial(_progress, emit, call.call_id), call.call_id)
                 with telemetry.tool_call(call.name) as span:
                     outcome = await self.tools.call(call.name, call.arguments, context)
                     span.note("is_error", outcome.is_error, failed=outcome.is_error)

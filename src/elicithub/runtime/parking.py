@@ -116,7 +116,8 @@ class Parking:
             for elicitation_id in elsewhere:
                 stored = await self.broker.store.get(elicitation_id)
                 if stored is not None and stored.outcome is not None:
-                    await self.broker.events.publish(stored, ElicitationResolved(stored.id, stored.outcome))
+                    resolved = ElicitationResolved(stored.id, stored.outcome, stored.answered_by)
+                    await self.broker.events.publish(stored, resolved)
             await self._resume(run_id)
         except Exception:
             log.exception("resuming parked run %s failed; the sweep resumes it", run_id)

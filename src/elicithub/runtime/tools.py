@@ -38,6 +38,8 @@ class CallContext:
     """The kinds of question their client can show (an MCP client declares them)."""
     progress: Progress | None = None
     """Where a call that works on says what it is doing (a downstream task's status message); None when listing."""
+    call_id: str | None = None
+    """The model's id of this call in `calling_run`: with it, it names the call across a rerun (None when listing)."""
 
     @property
     def calling_run(self) -> str:

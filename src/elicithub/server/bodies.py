@@ -28,7 +28,9 @@ class ElicitationResponse(BaseModel):
 
 
 class ResponseBody(ElicitationResponse):
-    conversationId: str = Field(min_length=1)
+    conversationId: str | None = Field(
+        None, min_length=1, description="The question's conversation; an approval's approvers may leave it out."
+    )
 
 
 class ChatMessage(BaseModel):

@@ -13,6 +13,8 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from starlette.requests import Request
+
 from elicithub import telemetry
 from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.keys import Keys, load_keys
@@ -24,17 +26,27 @@ from elicithub.auth.sessions import ProviderSessions, widget_client
 from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
 from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, McpServerConfig
+from elicithub.config_approvals import ApprovalPolicy
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import demo_a2a_entries, demo_agents, demo_entries, demo_urls, service_ports
+from elicithub.demo.launcher import (
+    DEMO_APPROVAL,
+    demo_a2a_entries,
+    demo_agents,
+    demo_entries,
+    demo_urls,
+    service_ports,
+)
 from elicithub.demo.tracker import base_url
 from elicithub.metrics import Metrics
 from elicithub.runtime.admin import AdminQuestions
+from elicithub.runtime.approvers import Answerable, ApprovalNotices
+from elicithub.runtime.audit import AuditLog
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
-from elicithub.runtime.router import ToolRouter
+from elicithub.runtime.router import ToolRouter, Trigger
 from elicithub.runtime.stream import RunStream
 from elicithub.server.admins import Admins
 from elicithub.server.identity import Identity
@@ -46,11 +58,15 @@ from elicithub.surfaces.a2a_server import A2aSurface
 from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.admin import AdminPages
 from elicithub.surfaces.agui import AguiSurface
+from elicithub.surfaces.audit import AuditPages
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.surfaces.mcp_task_records import TaskRecords
 from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
+from elicithub.triggers.approval_ends import ApprovalEnds
+from elicithub.triggers.approval_timers import ApprovalTimers
+from elicithub.triggers.approvals import ApprovalGate
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
@@ -115,19 +131,42 @@ class Hub:
         self.a2a_http = a2a_client()
         a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
         delegations = [DelegateTrigger(agent, self.backend.runs) for agent in config.agents]
-        self.tools = ToolRouter(
-            [*mcp_triggers(config.mcp_servers, shared), *a2a_triggers(config.a2a_agents, a2a), *delegations],
-            {a.id: a.tools for a in config.agents},
+        oidc = config.auth.oidc
+        # Kept as long as the sessions their sign-ins start.
+        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
+        self.approval_notices = ApprovalNotices()
+        """Where the surfaces that reach approvers hear of approvals (runtime/approvers.py)."""
+        self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
+        self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
+        self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
+        approvals = ApprovalGate(
+            config.approvals,
+            config.elicitation.timeout_s,
+            self.backend.kv,
+            self.approval_notices,
+            self.approval_ends,
+            self.approval_timers,
+            config.groups,
+            self.signed_in_groups if oidc is not None else None,
         )
+        triggers: list[Trigger] = [
+            *mcp_triggers(config.mcp_servers, shared),
+            *a2a_triggers(config.a2a_agents, a2a),
+            *delegations,
+        ]
+        self.tools = ToolRouter([approvals.wrap(t) for t in triggers], {a.id: a.tools for a in config.agents})
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
         for delegation in delegations:
             delegation.run_child = runner.run_child
-        self.conversations = Conversations(self.backend, self.broker, runner, self.stream, self.instance)
+        self.conversations = Conversations(
+            self.backend, self.broker, runner, self.stream, self.instance, groups=config.groups
+        )
+        self.answerable = Answerable(self.broker, config.groups)
+        """Which open questions a person can answer (their own, and approvals routed to them)."""
         self.metrics.count_runs(self.conversations.running)
         self.streams = OpenStreams()
         """The chat streams being written; a shutdown ends them at once."""
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
-        oidc = config.auth.oidc
         self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None
         self.oidc_client_secret = (
             os.environ.get(oidc.client_secret_env) if oidc is not None and oidc.client_secret_env else None
@@ -153,8 +192,6 @@ class Hub:
             self.provider_sessions,
             oidc.session_s if oidc is not None else SESSION_S,
         )
-        # Kept as long as the sessions their sign-ins start.
-        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
         self.provider_sign_in = ProviderSignIn(
             config.public_url,
             oidc,
@@ -164,10 +201,9 @@ class Hub:
             self.oidc_client_secret,
             self.signed_in_groups,
         )
-        self.admin_pages = AdminPages(
-            AdminQuestions(self.broker, self.backend.runs),
-            Admins(config.admins, oidc.admin_group if oidc else None, self.identity, self.signed_in_groups),
-        )
+        admins = Admins(config.admins, oidc.admin_group if oidc else None, self.identity, self.signed_in_groups)
+        self.admin_pages = AdminPages(AdminQuestions(self.broker, self.backend.runs), admins)
+        self.audit_pages = AuditPages(self.audit, admins)
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(
             config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets
@@ -243,6 +279,9 @@ class Hub:
         agents = demo_agents([s.id for s in config.mcp_servers] + [a.id for a in config.a2a_agents])
         if config.agents == Config().agents and not taken & {"travel", *(a["id"] for a in agents)}:
             update["agents"] = [AgentConfig.model_validate(a) for a in agents]
+        if not config.approvals and "release" not in taken and "ops" not in config.groups:
+            update["approvals"] = [ApprovalPolicy.model_validate(DEMO_APPROVAL)]
+            update["groups"] = {**config.groups, "ops": [config.demo.dev_user]}
         return config.model_copy(update=update)
 
     async def start(self) -> None:
@@ -297,6 +336,14 @@ class Hub:
             except Exception:
                 log.exception("sweeping elicitations failed")
 
+    async def groups_of(self, request: Request, user_id: str | None) -> frozenset[str]:
+        """The groups the identity provider puts the person making `request` in: their bearer JWT's, or for a
+        signed-in browser their latest sign-in's (none without OIDC; the hub's own `groups:` are added where asked)."""
+        if user_id is None or self.oidc is None:
+            return frozenset()
+        groups = self.identity.bearer_groups(request)
+        return groups if groups is not None else await self.signed_in_groups.of(user_id)
+
     async def sweep(self) -> None:
         """One pass of what the hub does every few seconds: beat, continue runs whose hub is gone, expire questions
         whose waiter is gone, and forget old finished ones and idle conversations (with what this hub holds of
@@ -304,6 +351,8 @@ class Hub:
         await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
         await self.conversations.recover()
         await self.broker.expire_due()
+        await self.approval_timers.fire_due()
+        await self.approval_ends.sweep()
         await self.broker.purge(RESOLVED_RETENTION)
         await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
         await self.conversations.purge(time.time() - self.config.conversations.retention_s)

@@ -37,6 +37,7 @@ class EventStream(Response):
 _WHY = {
     400: "Malformed input: a conversation id outside its pattern, a body that cannot be used.",
     401: "A bearer token that names no user.",
+    403: "An approval of the caller's own call, whose policy does not let them approve it (code `self_approval`).",
     404: "Unknown, or another user's.",
     409: "Already resolved with a different answer.",
     410: "Expired.",
@@ -76,7 +77,7 @@ method: a POST to one of these paths never reaches the functions below, which on
 (the body each takes, its headers, what it answers)."""
 
 
-@wire_routes.post("/run/api/elicitation-responses", responses=errors(400, 401, 404, 409, 410, 413, 422))
+@wire_routes.post("/run/api/elicitation-responses", responses=errors(400, 401, 403, 404, 409, 410, 413, 422))
 async def elicitation_responses(body: ResponseBody) -> dict[str, str]:
     raise NotImplementedError("served by elicithub.server.wire")
 

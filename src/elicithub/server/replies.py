@@ -17,6 +17,7 @@ from elicithub.errors import (
     InvalidContent,
     NotFound,
     PayloadTooLarge,
+    SelfApprovalRefused,
 )
 from elicithub.surfaces import field_errors
 
@@ -24,6 +25,7 @@ STATUSES: list[tuple[type[HubError], int]] = [
     (PayloadTooLarge, 413),
     (BadRequest, 400),
     (NotFound, 404),
+    (SelfApprovalRefused, 403),
     (AlreadyResolved, 409),
     (Expired, 410),
     (InvalidContent, 422),

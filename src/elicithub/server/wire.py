@@ -8,6 +8,7 @@ import email.message
 import json
 import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, cast
 
 import orjson
@@ -123,6 +124,7 @@ class Wire:
         caller = await caller_of(self.hub, request)
         body = ANSWER_BODY.validate(_given(raw))
         answer = Answer(body.action, body.content)
+        caller = replace(caller, groups=await self.hub.groups_of(request, caller.user_id))
         answered = await self.hub.conversations.answer(caller, body.elicitationId, answer, body.conversationId)
         reply = {"elicitationId": answered.resolution.elicitation_id, "outcome": answered.resolution.outcome}
         return Response(orjson.dumps(reply), media_type="application/json")
@@ -177,12 +179,13 @@ class Wire:
             # The fast path: the answer, then the continuation here, unless a reader here already follows the run.
             answer = Answer(message.action, message.content)
             answered = await conversations.answer(
-                caller, message.elicitationId, answer, conversation_id or message.conversationId
+                caller, message.elicitationId, answer, conversation_id or message.conversationId, own=True
             )
             headers = {**headers, "x-conversation-id": answered.conversation_id}
             writer = make_writer(None)
             if answered.followed:
-                resolved = ElicitationResolved(answered.resolution.elicitation_id, answered.resolution.outcome)
+                resolution = answered.resolution
+                resolved = ElicitationResolved(resolution.elicitation_id, resolution.outcome, resolution.answered_by)
                 return sse(
                     writer,
                     answered.run_id,

@@ -45,7 +45,7 @@ from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, Inv
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, expiry, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
-from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
+from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, Status
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
 TERMINAL = (
@@ -251,12 +251,16 @@ class _Executor(AgentExecutor):
             # The run is named at once, so a CancelTask before its first pause stops it too.
             running = {META: {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}}
             await updater.update_status(TaskState.TASK_STATE_WORKING, metadata=running)
-            stopped = await driver.follow(context.context_id, sent.run_id, sent.after, show, updater.start_work)
+            stopped = await driver.follow(
+                context.context_id, sent.run_id, sent.after, show, updater.start_work, _working(updater)
+            )
         else:
             # The task's answers were taken before it moved; part of the round may still be unanswered.
             paused = paused_at(task)
             run_id, after = str(paused["runId"]), int(paused["after"])
-            stopped = await driver.resume(context.context_id, run_id, _asked_by(task), after, show, updater.start_work)
+            stopped = await driver.resume(
+                context.context_id, run_id, _asked_by(task), after, show, updater.start_work, _working(updater)
+            )
         if isinstance(stopped, Ended):
             if stopped.error:
                 await updater.failed(updater.new_agent_message([new_text_part(stopped.text)]))
@@ -288,6 +292,15 @@ def _interrupting(updater: TaskUpdater) -> Show:
         return not forms
 
     return interrupt
+
+
+def _working(updater: TaskUpdater) -> Status:
+    """What a call says it does (waiting for others' approval) becomes the working task's status message."""
+
+    async def working(text: str) -> None:
+        await updater.update_status(TaskState.TASK_STATE_WORKING, updater.new_agent_message([new_text_part(text)]))
+
+    return working
 
 
 def _question_text(elicitation: Elicitation) -> str:

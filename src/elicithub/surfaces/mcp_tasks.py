@@ -28,6 +28,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.ports import Entry
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
+from elicithub.runtime.approvers import awaited as approvals_awaited
+from elicithub.runtime.approvers import waiting_for
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces import expiry, field_errors, refusal, user_of
 from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
@@ -64,6 +66,8 @@ class Seen:
     questions: list[Elicitation] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    message: str | None = None
+    """What a working task waits for (an approval others give)."""
 
 
 class McpTasks:
@@ -122,7 +126,10 @@ class McpTasks:
         if conversation.active_run_id == record.run_id:
             pending = await self.conversations.pending(caller, record.conversation_id)
             questions = await self._driver(caller, record).open(e.id for e in pending)
-            return Seen("input_required", questions) if questions else Seen("working")
+            if questions:
+                return Seen("input_required", questions)
+            awaited = await approvals_awaited(self.conversations.backend, record.run_id, caller.user_id)
+            return Seen("working", message=waiting_for(awaited[0]) if awaited else None)
         ended: Paused | Ended | None = None
         with anyio.move_on_after(ENDED_S):
             following = self._driver(caller, record)
@@ -148,10 +155,13 @@ class McpTasks:
         caller, record = await self._owned(ctx, params.task_id)
         seen = await self.seen(caller, record)
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return mt.GetTaskResult(**_core_task(record, seen.status).model_dump())
+            return mt.GetTaskResult(**_core_task(record, seen.status, seen.message).model_dump())
         requests = {e.id: _dump(elicit_request(e)) for e in seen.questions} if seen.questions else None
         return DetailedTask(
-            **_task_fields(record, seen.status), input_requests=requests, result=seen.result, error=seen.error
+            **_task_fields(record, seen.status, seen.message),
+            input_requests=requests,
+            result=seen.result,
+            error=seen.error,
         )
 
     async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> HandlerResult:
@@ -348,10 +358,11 @@ def _position(cursor: str) -> Entry:
     return Entry(expires_ms, task_id)
 
 
-def _task_fields(record: TaskRecord, status: Status) -> dict[str, Any]:
+def _task_fields(record: TaskRecord, status: Status, message: str | None = None) -> dict[str, Any]:
     return {
         "task_id": record.task_id,
         "status": status,
+        "status_message": message,
         "created_at": _iso(record.created_at),
         "last_updated_at": _iso(record.updated_at),
         "ttl_ms": int(record.ttl_s * 1000),
@@ -359,11 +370,12 @@ def _task_fields(record: TaskRecord, status: Status) -> dict[str, Any]:
     }
 
 
-def _core_task(record: TaskRecord, status: Status) -> mt.Task:
+def _core_task(record: TaskRecord, status: Status, message: str | None = None) -> mt.Task:
     fields = _task_fields(record, status)
     return mt.Task(
         task_id=record.task_id,
         status=status,
+        status_message=message,
         created_at=fields["created_at"],
         last_updated_at=fields["last_updated_at"],
         ttl=fields["ttl_ms"],

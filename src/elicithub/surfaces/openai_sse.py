@@ -12,8 +12,8 @@ from elicithub.core.events import (
     RunFinished,
     StreamEvent,
     TextDelta,
+    asked_event,
     framed,
-    request_event,
     resolved_event,
 )
 from elicithub.core.jsonwire import dumps, dumps_event
@@ -52,10 +52,10 @@ class OpenAIChunkWriter:
             return [self._chunk({"content": event.text})]
         if isinstance(event, ElicitationRequested):
             asked = event.elicitation
-            return [self._chunk({"content": framed(event, "openai", lambda: _content(request_event(asked)))})]
+            return [self._chunk({"content": framed(event, "openai", lambda: _content(asked_event(asked)))})]
         if isinstance(event, ElicitationResolved):
-            ended, outcome = event.elicitation_id, event.outcome
-            return [self._chunk({"content": framed(event, "openai", lambda: _content(resolved_event(ended, outcome)))})]
+            resolved = resolved_event(event.elicitation_id, event.outcome, event.answered_by)
+            return [self._chunk({"content": framed(event, "openai", lambda: _content(resolved))})]
         if isinstance(event, RunFinished):
             return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from elicithub.core.elicitation import Elicitation
-from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, ToolCallFinished
+from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, ToolCallFinished, ToolStatus
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import text_after_tools
 
@@ -44,6 +44,10 @@ Show = Callable[[Paused], Awaitable[bool]]
 Resumed = Callable[[], Awaitable[None]]
 """Hears that every question of a pause the run went on through has ended: the run works again."""
 
+Status = Callable[[str], Awaitable[None]]
+"""Hears what a tool call of the run says it does now (waiting for an approval others give, a downstream task's
+progress)."""
+
 
 async def _nothing() -> None:
     return None
@@ -71,10 +75,17 @@ class PauseDriver:
         return shown
 
     async def follow(
-        self, conversation_id: str, run_id: str, after: int, show: Show, resumed: Resumed = _nothing
+        self,
+        conversation_id: str,
+        run_id: str,
+        after: int,
+        show: Show,
+        resumed: Resumed = _nothing,
+        status: Status | None = None,
     ) -> Paused | Ended | None:
         """Follow the run from position `after` until it pauses with questions the client answers later (Paused)
-        or ends (Ended). None: its stream ended before the run did (this hub is stopping)."""
+        or ends (Ended), telling `status` what its calls say they do. None: its stream ended before the run did
+        (this hub is stopping)."""
         following = await self.conversations.follow(self.caller, conversation_id, run_id, after)
         text: list[str] = []
         tool_failed = False
@@ -88,6 +99,8 @@ class PauseDriver:
                         if not await show(paused):
                             return paused
                         going_on = {e.id for e in questions}
+                elif isinstance(event, ToolStatus) and status is not None:
+                    await status(event.text)
                 elif isinstance(event, ElicitationResolved) and event.elicitation_id in going_on:
                     going_on.discard(event.elicitation_id)
                     if not going_on:
@@ -106,6 +119,7 @@ class PauseDriver:
         after: int,
         show: Show,
         resumed: Resumed = _nothing,
+        status: Status | None = None,
     ) -> Paused | Ended | None:
         """Go on after a round's answers were taken: the round's questions still open are shown again, for a later
         request to answer; else the run works again, and is followed from where it paused."""
@@ -115,4 +129,4 @@ class PauseDriver:
             await show(paused)
             return paused
         await resumed()
-        return await self.follow(conversation_id, run_id, after, show, resumed)
+        return await self.follow(conversation_id, run_id, after, show, resumed, status)

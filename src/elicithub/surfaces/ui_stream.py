@@ -14,8 +14,8 @@ from elicithub.core.events import (
     TextDelta,
     ToolCallFinished,
     ToolStatus,
+    asked_event,
     framed,
-    request_event,
     resolved_event,
 )
 from elicithub.core.jsonwire import dumps_event
@@ -44,12 +44,12 @@ def _status(event: ToolStatus) -> str:
 
 
 def _request(event: ElicitationRequested) -> str:
-    data = request_event(event.elicitation)
-    return _part({"type": "data-elicitation-request", "id": data["elicitationId"], "data": data})
+    data = asked_event(event.elicitation)
+    return _part({"type": f"data-{data['type']}", "id": data["elicitationId"], "data": data})
 
 
 def _resolved(event: ElicitationResolved) -> str:
-    resolved = resolved_event(event.elicitation_id, event.outcome)
+    resolved = resolved_event(event.elicitation_id, event.outcome, event.answered_by)
     return _part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": resolved})
 
 
