@@ -233,10 +233,14 @@ class Hub:
                 config.public_url,
                 {s.id: s.display_name for s in config.mcp_servers},
                 config.conversations.retention_s + config.elicitation.timeout_s,
+                config.groups,
+                self.signed_in_groups.of if oidc is not None else None,
             )
             if config.slack is not None
             else None
         )
+        if self.slack is not None:
+            self.approval_notices.register(self.slack.approvals)
         self.surfaces: list[Surface] = [self.mcp, self.a2a, *([self.slack] if self.slack is not None else [])]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
         self._sweeper: asyncio.Task[None] | None = None
