@@ -275,3 +275,17 @@ def test_reminders_go_to_each_direct_message_and_an_escalation_to_the_new_approv
     for dm in (bob, carol, dave):
         ended(standin, dm, "Approved by dave")
     assert len(standin.direct_to(DAVE)) == 1
+
+
+def test_a_requester_in_a_slack_thread_sees_the_wait_there_with_nothing_to_press(
+    hub_for: HubFor, standin: SlackStandIn, ops: OpsServer
+) -> None:
+    hub = hub_for()
+    thread = hub.say(ALICE, RESTART)
+    waiting: Message = standin.wait(lambda: next(iter(standin.in_thread(thread)), None))
+    assert waiting.text == "Waiting for approval by group ops." and waiting.buttons() == []
+    hub.press(BOB, dm_of(standin, BOB), APPROVE)
+    standin.wait(lambda: "Approved by bob" in waiting.context())
+    reply = standin.wait(lambda: [m for m in standin.in_thread(thread) if m.ts > waiting.ts])
+    assert reply[0].text == "Restarted orders with 2 replicas."
+    assert ops.calls == [{"service": "orders", "replicas": 2}]

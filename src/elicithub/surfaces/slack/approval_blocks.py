@@ -82,6 +82,22 @@ def ended_message(elicitation: Elicitation) -> tuple[str, list[Block]]:
     return f"{elicitation.message} ({label.split(' ', 1)[1]})", blocks
 
 
+def waiting_message(asked: str) -> tuple[str, list[Block]]:
+    """What the requester's thread shows of an approval others answer: that the call waits, nothing to press."""
+    text = f"Waiting for approval by {asked}."
+    return text, [{"type": "section", "text": mrkdwn(text)}]
+
+
+def waited_message(text: str, elicitation: Elicitation) -> tuple[str, list[Block]]:
+    """The requester's note once the approval has ended."""
+    label = escape(ended_label(elicitation))
+    blocks: list[Block] = [
+        {"type": "section", "text": mrkdwn(text)},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": label}]},
+    ]
+    return f"{text} ({label.split(' ', 1)[1]})", blocks
+
+
 def reminder(elicitation: Elicitation) -> str:
     """A reply in the thread of an approver's direct message."""
     return f"Reminder: {elicitation.message}"

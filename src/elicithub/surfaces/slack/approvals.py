@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -88,13 +89,19 @@ class SlackApprovals:
                 log.exception("cannot remind %s of approval %s in Slack", slack_user, elicitation.id)
 
     async def ended(self, elicitation: Elicitation) -> None:
-        """Every direct message of the approval says how it ended, its buttons gone."""
+        """Every direct message of the approval says how it ended, its buttons gone; so does the note in its
+        requester's thread, when they asked in Slack."""
         text, shown = approval_blocks.ended_message(elicitation)
         for dm in await self.records.dms(elicitation.id):
             try:
                 await self.client.chat_update(channel=dm.channel, ts=dm.ts, text=text, blocks=shown)
             except Exception:
                 log.exception("cannot show the end of approval %s to %s in Slack", elicitation.id, dm.slack_user)
+        note = await self.records.question(elicitation.id)
+        if note is not None and note.mode == "approval" and note.outcome is None:
+            text, shown = approval_blocks.waited_message(note.message, elicitation)
+            await self.client.chat_update(channel=note.channel, ts=note.ts, text=text, blocks=shown)
+            await self.records.save_question(replace(note, outcome=elicitation.outcome))
 
     async def _reach(self, elicitation: Elicitation, to: People) -> None:
         """A direct message to each of `to` with a Slack account who has none of this approval yet."""
