@@ -30,8 +30,16 @@ def _about(elicitation: Elicitation) -> list[Block]:
     arguments = json.dumps(elicitation.context.get("arguments") or {}, indent=2, ensure_ascii=False)
     return [
         {"type": "section", "text": mrkdwn(elicitation.message)},
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"```{shorten(escape(arguments), _ARGUMENTS_MAX)}```"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"```{_escaped(arguments, _ARGUMENTS_MAX)}```"}},
     ]
+
+
+def _escaped(text: str, most: int) -> str:
+    """`text` escaped in at most `most` characters, shortened before escaping so that no escape is cut."""
+    limit = most
+    while len(escaped := escape(shorten(text, limit))) > most:
+        limit = min(limit - 1, limit * most // len(escaped))  # escapes are up to 5 characters for 1
+    return escaped
 
 
 def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:

@@ -27,7 +27,7 @@ from elicithub.errors import (
     QuestionRefused,
     SelfApprovalRefused,
 )
-from elicithub.runtime.approvers import named
+from elicithub.runtime.approvers import asked_of, named
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces.slack import approval_blocks, blocks
 from elicithub.surfaces.slack.records import DirectMessage, SlackRecords
@@ -123,9 +123,7 @@ class SlackApprovals:
     async def _send(self, elicitation: Elicitation, slack_user: str) -> None:
         opened = await self.client.conversations_open(users=slack_user)
         channel = str(opened["channel"]["id"])
-        approval = elicitation.approval
-        asked = named(approval.approvers) if approval is not None and approval.approvers is not None else "you"
-        text, shown = approval_blocks.approval_message(elicitation, asked)
+        text, shown = approval_blocks.approval_message(elicitation, named(asked_of(elicitation)))
         posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=shown)
         keep_s = (elicitation.expires_at - utcnow()).total_seconds()
         await self.records.add_dm(elicitation.id, DirectMessage(slack_user, channel, str(posted["ts"])), keep_s)
