@@ -289,3 +289,22 @@ def test_a_requester_in_a_slack_thread_sees_the_wait_there_with_nothing_to_press
     reply = standin.wait(lambda: [m for m in standin.in_thread(thread) if m.ts > waiting.ts])
     assert reply[0].text == "Restarted orders with 2 replicas."
     assert ops.calls == [{"service": "orders", "replicas": 2}]
+
+
+def test_approve_of_arguments_the_tool_refuses_says_why_and_leaves_the_approval_open(
+    hub_for: HubFor, standin: SlackStandIn, ops: OpsServer
+) -> None:
+    hub = hub_for()
+    with Requester(hub.url, "alice", "conv-bad", '/call ops.restart {"service": "orders", "replicas": 20}') as alice:
+        eid = alice.until("data-approval-pending")["id"]
+        bob = dm_of(standin, BOB)
+        hub.press(BOB, bob, APPROVE)
+        note = note_to(standin, BOB)
+        why = "replicas: 20 is greater than the maximum of 10"
+        assert note == f"Not approved: {why}. Deny it, or correct it with Edit…."
+        stored = hub.on_loop(hub.hub.store.get(eid))
+        assert stored is not None and stored.state is State.PENDING and bob.buttons()
+        hub.press(BOB, bob, EDIT)
+        assert hub.submit(BOB, opened_view(standin, 1), {"Replicas": "4"}) == {}
+        assert tool_output(alice.rest()) == ("Restarted orders with 4 replicas.", False)
+    assert ops.calls == [{"service": "orders", "replicas": 4}]

@@ -134,7 +134,11 @@ class SlackApprovals:
         """Approve, Deny or Edit… in a direct message; raises QuestionRefused."""
         caller, elicitation = await self._approval(elicitation_id, slack_user)
         if action_id == approval_blocks.APPROVE:
-            await self._answer(caller, elicitation_id, Answer("accept", {"approve": True}))
+            try:
+                await self._answer(caller, elicitation_id, Answer("accept", {"approve": True}))
+            except InvalidContent as exc:  # the call's own arguments do not fit its tool's schema
+                wrong = "; ".join(f"{e.field}: {e.message}" if e.field else e.message for e in exc.errors)
+                raise QuestionRefused(f"Not approved: {wrong}. Deny it, or correct it with Edit….") from None
             return
         view = approval_blocks.deny_view if action_id == approval_blocks.DENY else approval_blocks.edit_view
         await self.client.views_open(trigger_id=trigger_id, view=view(elicitation))
