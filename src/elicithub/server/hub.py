@@ -236,10 +236,14 @@ class Hub:
                 config.public_url,
                 {s.id: s.display_name for s in config.mcp_servers},
                 config.conversations.retention_s + config.elicitation.timeout_s,
+                config.groups,
+                self.signed_in_groups.of if oidc is not None else None,
             )
             if config.slack is not None
             else None
         )
+        if self.slack is not None:
+            self.approval_notices.register(self.slack.approvals)
         self.agui = AguiSurface(
             self.conversations,
             self.backend.kv,

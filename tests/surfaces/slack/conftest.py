@@ -44,13 +44,15 @@ def slack_config(tmp_path: Path, port: int, api: SlackStandIn, **overrides: Any)
     return data
 
 
-class SlackHub(RunningHub):
-    """A hub with the Slack surface, reached the way Slack reaches it: signed POSTs to /slack/events."""
+_IDS = itertools.count(1)
+"""Event ids, message timestamps and trigger ids: one count for every hub of a test (hubs sharing a store take an
+event id seen before as Slack delivering it again)."""
 
-    def __init__(self, data: dict[str, Any], port: int, api: SlackStandIn) -> None:
-        super().__init__(parse_config(data), port)
-        self.api = api
-        self._ids = itertools.count(1)
+
+class SignedSlack:
+    """Reaching a hub (its `url`) the way Slack does: signed POSTs to /slack/events."""
+
+    url: str
 
     def post(
         self, body: str, content_type: str, timestamp: int | None = None, secret: str = SIGNING_SECRET
@@ -65,7 +67,7 @@ class SlackHub(RunningHub):
         return httpx.post(f"{self.url}/slack/events", content=body, headers=headers, timeout=30)
 
     def event_body(self, slack_user: str, text: str, thread_ts: str | None = None, dm: bool = False) -> str:
-        n = next(self._ids)
+        n = next(_IDS)
         event: dict[str, Any] = {
             "type": "message" if dm else "app_mention",
             "user": slack_user,
@@ -114,7 +116,7 @@ class SlackHub(RunningHub):
             "container": {"type": "message", "message_ts": message.ts, "channel_id": message.channel},
             "channel": {"id": message.channel},
             "message": {"ts": message.ts, "thread_ts": message.thread_ts, "text": message.text},
-            "trigger_id": f"trigger-{next(self._ids)}",
+            "trigger_id": f"trigger-{next(_IDS)}",
             "actions": [{"action_id": action_id, "block_id": "question", "value": button["value"], "type": "button"}],
         }
 
@@ -128,6 +130,14 @@ class SlackHub(RunningHub):
         response = self.interact(submission(slack_user, view, answers))
         assert response.status_code == 200, response.text
         return response.json() if response.content else {}
+
+
+class SlackHub(SignedSlack, RunningHub):
+    """A hub with the Slack surface, served in a thread of the test process."""
+
+    def __init__(self, data: dict[str, Any], port: int, api: SlackStandIn) -> None:
+        super().__init__(parse_config(data), port)
+        self.api = api
 
 
 def suggestion(slack_user: str, view: dict[str, Any], label: str, typed: str) -> dict[str, Any]:

@@ -67,6 +67,11 @@ class SlackStandIn:
         with self._lock:
             return [m for m in self.messages.values() if m.thread_ts == thread_ts]
 
+    def direct_to(self, slack_user: str) -> list[Message]:
+        """The bot's top-level messages in its direct messages with one person, in the order they were posted."""
+        with self._lock:
+            return [m for m in self.messages.values() if m.channel == f"D{slack_user}" and m.thread_ts is None]
+
     def wait(self, what: Callable[[], Any], timeout: float = 30.0) -> Any:
         """Poll until `what()` is truthy (the hub posts from its own tasks); returns what it returned."""
         deadline = time.monotonic() + timeout
@@ -99,6 +104,11 @@ class SlackStandIn:
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
             return {"ok": True, "team_id": TEAM, "user_id": BOT_USER, "bot_id": "BBOT", "user": "elicithub"}
+        if method == "conversations.open":  # a direct message's channel: one per person, as Slack keeps it
+            users = str(params.get("users") or "")
+            if not users or "," in users:
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True, "channel": {"id": f"D{users}"}}
         if method == "chat.postMessage":
             ts = f"{1_700_000_000 + next(self._ts)}.000100"
             thread_ts, blocks = params.get("thread_ts"), params.get("blocks") or []

@@ -2,8 +2,9 @@
 
 Mentions and direct messages run the agent, one conversation per thread; runs of those conversations are shown in
 their threads by the instance that runs them (`Conversations.watch`); question buttons and modals answer through
-`Conversations.answer`; a modal's searched choice lists get their options here too (`block_suggestion`). Bolt
-verifies every request's signature and timestamp (401 otherwise) before any listener.
+`Conversations.answer`; a modal's searched choice lists get their options here too (`block_suggestion`). Approvers
+get direct messages whose buttons and modals answer as them (approvals.py). Bolt verifies every request's signature
+and timestamp (401 otherwise) before any listener.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
@@ -30,6 +31,8 @@ from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.errors import QuestionRefused, SlackUnusable
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.slack import blocks
+from elicithub.surfaces.slack.approval_blocks import APPROVAL_FORM
+from elicithub.surfaces.slack.approvals import GroupsOf, SlackApprovals, no_groups
 from elicithub.surfaces.slack.questions import Questions
 from elicithub.surfaces.slack.records import SlackRecords, Thread, conversation_for
 from elicithub.surfaces.slack.thread import ThreadWriter
@@ -72,7 +75,11 @@ class SlackSurface:
         public_url: str,
         servers: dict[str, str],
         retention_s: float,
+        groups: Mapping[str, Collection[str]] | None = None,
+        groups_of: GroupsOf | None = None,
     ) -> None:
+        """`groups`: the hub's static groups (whose members with a Slack account are sent approvals); `groups_of`: a
+        person's identity-provider groups, where there are any (who may answer an approval)."""
         self.conversations = conversations
         self.users = dict(config.users)
         self.agent = config.agent
@@ -93,6 +100,10 @@ class SlackSurface:
             self.users,
             servers,
         )
+        self.approvals = SlackApprovals(
+            self.client, self.records, conversations, self.users, groups or {}, groups_of or no_groups
+        )
+        """Told of approvals by the hub (`hub.approval_notices`): the direct messages to approvers."""
         self.writer = ThreadWriter(self.client, self.records, conversations, self.questions)
         self._shows: set[asyncio.Task[None]] = set()
         self._listen()
@@ -147,6 +158,17 @@ class SlackSurface:
                 thread_ts = (body.get("message") or {}).get("thread_ts")
                 await self.questions.tell(channel, slack_user, thread_ts, str(exc))
 
+        @app.action(re.compile(r"^elicithub\.(approve|deny|edit)$"))
+        async def decide(ack: Any, body: dict[str, Any]) -> None:
+            await ack()
+            action = body["actions"][0]
+            slack_user = str(body["user"]["id"])
+            try:
+                await self.approvals.press(action["action_id"], str(action["value"]), slack_user, body["trigger_id"])
+            except QuestionRefused as exc:
+                channel = str((body.get("channel") or {}).get("id") or body["container"]["channel_id"])
+                await self.questions.tell(channel, slack_user, None, str(exc))
+
         @app.action(blocks.OPEN_LINK)
         async def opened(ack: Any) -> None:
             await ack()  # a link button: Slack opens the URL and tells the app, which has nothing to do
@@ -154,7 +176,8 @@ class SlackSurface:
         @app.options("value")  # every input of a question's modal has this action id; only long lists ask
         async def suggest(ack: Any, body: dict[str, Any]) -> None:
             view = body.get("view") or {}
-            options = await self.questions.suggest(
+            answering = self.approvals if view.get("callback_id") == APPROVAL_FORM else self.questions
+            options = await answering.suggest(
                 str(view.get("private_metadata") or ""),
                 str(body["user"]["id"]),
                 str(body.get("block_id") or ""),
@@ -166,6 +189,11 @@ class SlackSurface:
         async def submit(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
             values = (view.get("state") or {}).get("values") or {}
             await ack(**await self.questions.submit(str(view["private_metadata"]), str(body["user"]["id"]), values))
+
+        @app.view(APPROVAL_FORM)
+        async def decided(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+            values = (view.get("state") or {}).get("values") or {}
+            await ack(**await self.approvals.submit(str(view["private_metadata"]), str(body["user"]["id"]), values))
 
     async def _message(self, body: dict[str, Any], event: dict[str, Any], bot_user_id: str | None) -> None:
         """A person wrote to the bot: run the agent in the thread's conversation, as their hub user."""

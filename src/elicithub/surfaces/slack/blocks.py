@@ -192,8 +192,9 @@ def fits_modal(schema: dict[str, Any]) -> bool:
     return 1 + len(_properties(schema)) <= MODAL_BLOCKS
 
 
-def form_view(elicitation_id: str, message: str, schema: dict[str, Any]) -> Block:
-    """The modal for a form question: the question, then an input per field, its default filled in."""
+def form_view(elicitation_id: str, message: str, schema: dict[str, Any], callback_id: str = FORM) -> Block:
+    """The modal for a form question: the question, then an input per field, its default filled in. `callback_id`
+    says whose submission it is (a question's, or an approver's)."""
     required = set(schema.get("required") or [])
     blocks: list[Block] = [{"type": "section", "text": mrkdwn(message)}]
     for position, (name, prop) in enumerate(_properties(schema)):
@@ -210,7 +211,7 @@ def form_view(elicitation_id: str, message: str, schema: dict[str, Any]) -> Bloc
         blocks.append(block)
     return {
         "type": "modal",
-        "callback_id": FORM,
+        "callback_id": callback_id,
         "private_metadata": elicitation_id,
         "title": plain(str(schema.get("title") or "Your answer"), 24),
         "submit": plain("Submit", 24),

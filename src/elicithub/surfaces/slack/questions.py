@@ -12,8 +12,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound, QuestionRefused
+from elicithub.runtime.approvers import asked_of, named
 from elicithub.runtime.conversations import Caller, Conversations, is_open
-from elicithub.surfaces.slack import blocks
+from elicithub.surfaces.slack import approval_blocks, blocks
 from elicithub.surfaces.slack.records import Question, SlackRecords, Thread
 
 NOT_OPEN = "This question is no longer open."
@@ -53,9 +54,13 @@ class Questions:
         widget = None
         if elicitation.mode == "form" and not blocks.fits_modal(elicitation.requested_schema or {}):
             widget = f"{self.public_url}/?{urlencode({'conversation': elicitation.conversation_id})}"
-        text, shown = blocks.question_message(
-            elicitation.id, elicitation.mode, elicitation.message, thread.slack_user, agents, widget
-        )
+        mode: str = elicitation.mode
+        message = elicitation.message
+        text, shown = blocks.question_message(elicitation.id, mode, message, thread.slack_user, agents, widget)
+        if not elicitation.asks_requester:  # an approval its approvers answer (approvals.py shows its end here)
+            mode = "approval"
+            text, shown = approval_blocks.waiting_message(named(asked_of(elicitation)))
+            message = text
         posted = await self.client.chat_postMessage(
             channel=thread.channel, thread_ts=thread.thread_ts, text=text, blocks=shown
         )
@@ -67,8 +72,8 @@ class Questions:
             thread.thread_ts,
             thread.slack_user,
             elicitation.user_id,
-            elicitation.mode,
-            elicitation.message,
+            mode,
+            message,
             self.servers.get(server, server),
         )
         await self.records.save_question(question)
@@ -78,7 +83,7 @@ class Questions:
     async def finish(self, elicitation_id: str, outcome: str) -> None:
         """Show how a question ended, its buttons gone (once: a replayed run sees the end again)."""
         question = await self.records.question(elicitation_id)
-        if question is None or question.outcome == outcome:
+        if question is None or question.outcome == outcome or question.mode == "approval":
             return
         text, shown = blocks.ended_message(question.mode, question.message, outcome)
         await self.client.chat_update(channel=question.channel, ts=question.ts, text=text, blocks=shown)
@@ -107,6 +112,8 @@ class Questions:
             raise QuestionRefused(NOT_OPEN)
         if slack_user != question.slack_user or self.users.get(slack_user) != question.user_id:
             raise QuestionRefused(f"This question is for <@{question.slack_user}>.")
+        if question.mode == "approval":
+            raise QuestionRefused("This approval is for its approvers to answer.")
         try:
             elicitation = await self.conversations.question(_caller(question), elicitation_id)
         except NotFound:

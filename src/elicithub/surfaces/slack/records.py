@@ -1,4 +1,5 @@
-"""What the Slack surface remembers, in the hub's store: each conversation's thread and each question's message.
+"""What the Slack surface remembers, in the hub's store: each conversation's thread, each question's message, and
+the direct messages that ask approvers to answer an approval.
 
 Kept in the store (not in memory) so that whichever instance gets a button press, and a hub after a restart,
 finds the message to answer from and to update.
@@ -12,6 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elicithub.core.ports import KeyValueStore
+
+MOST_DMS = 1000
+"""How many direct messages of one approval are read back (its approvers with a Slack account)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,15 @@ class Question:
     message: str
     server: str = ""  # the service a sign-in is for, as people know it
     outcome: str | None = None  # set once the message shows the end
+
+
+@dataclass(frozen=True)
+class DirectMessage:
+    """An approval's direct message to one approver: enough to remind them in its thread and to show its end."""
+
+    slack_user: str
+    channel: str
+    ts: str
 
 
 def conversation_for(team: str, channel: str, thread_ts: str) -> str:
@@ -72,6 +85,16 @@ class SlackRecords:
 
     async def save_question(self, question: Question) -> None:
         await self._put(f"question:{question.elicitation_id}", asdict(question))
+
+    async def add_dm(self, elicitation_id: str, dm: DirectMessage, keep_s: float) -> None:
+        """Keep a direct message of an approval `keep_s` seconds past the store's usual lifetime (an approval may
+        wait longer than a question); a list, so hubs that send at once lose none."""
+        await self.store.add_entry(f"slack:dms:{elicitation_id}", json.dumps(asdict(dm)), keep_s + self.ttl_s)
+
+    async def dms(self, elicitation_id: str) -> list[DirectMessage]:
+        """The approval's direct messages (in no particular order)."""
+        entries = await self.store.entries(f"slack:dms:{elicitation_id}", MOST_DMS)
+        return [DirectMessage(**json.loads(e.value)) for e in reversed(entries)]
 
     async def reply(self, run_id: str, index: int) -> str | None:
         """The ts of a run's `index`-th reply message, once posted (a replayed run edits it, never posts twice)."""
