@@ -17,6 +17,7 @@ from tests.surfaces.inboxes import KEEPALIVE_S, InboxStream, listed
 from tests.triggers.approving import GROUPS, PEOPLE, RESTART, USERS, OpsServer, Requester, answer, policy, tool_output
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
+ENDED = {"type": "inbox-removed", "outcome": "accepted"}
 
 
 @pytest.fixture
@@ -143,7 +144,7 @@ def test_the_stream_adds_an_approval_for_its_approvers_and_removes_it_when_answe
             restart.rest()
         for approver in (carol, bob):
             _, removed = approver.next()
-            assert removed == {"type": "inbox-removed", "elicitationId": eid, "outcome": "accepted", "answeredBy": "bob"}
+            assert removed == {**ENDED, "elicitationId": eid, "answeredBy": "bob"}
 
         # Neither the requester (no approver) nor a stranger heard of it: the next event each gets is their own.
         with Requester(hub.url, "alice", "conv-alice", PROVISION) as asked_alice:
@@ -220,7 +221,7 @@ def test_an_escalation_adds_the_approval_to_the_inbox_of_those_it_escalates_to(i
             assert answer(running.url, "dave", eid, content={"approve": True}).status_code == 200
             for person in (dave, carol):
                 _, removed = person.next()
-                assert removed == {"type": "inbox-removed", "elicitationId": eid, "outcome": "accepted", "answeredBy": "dave"}
+                assert removed == {**ENDED, "elicitationId": eid, "answeredBy": "dave"}
             assert tool_output(asked.rest()) == ("Restarted orders with 2 replicas.", False)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+
 from elicithub.core.approval import Approval, People
 from elicithub.core.elicitation import Elicitation, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
@@ -114,8 +115,8 @@ class Inbox:
             first: list[JsonObject] = [{"type": "inbox-reset"}]
             first += [{"type": "inbox-added", **item(e, user_id)} for e in reversed(found)]
             reader.shown.update(e.id for e in found)
-            for n, event in enumerate(first, 1):
-                yield (after if n == len(first) else None), event
+            for n, shown in enumerate(first, 1):
+                yield (after if n == len(first) else None), shown
         while True:
             for seq, entry in await self.log.wait(KEY, after, WAIT_S):
                 after = seq

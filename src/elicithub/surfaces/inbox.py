@@ -72,7 +72,8 @@ class InboxPages:
         self.streams = streams
         self.keepalive_s = keepalive_s
         self.router = APIRouter()
-        refused = {401: {"model": ErrorBody, "description": "No one is signed in, or a bearer token names no user."}}
+        why = "No one is signed in, or a bearer token names no user."
+        refused: dict[int | str, dict[str, Any]] = {401: {"model": ErrorBody, "description": why}}
         self.router.add_api_route(
             "/run/api/inbox",
             self.listed,
