@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from tests.auth.oidc_provider import OidcProvider, oidc_provider
-from tests.conftest import HubFactory, McpProcess, RunningHub
+from tests.auth.test_oidc_sign_in import sign_in
+from tests.conftest import HubFactory, McpProcess, RunningHub, free_port
 from tests.surfaces.inboxes import KEEPALIVE_S, InboxStream, listed
 from tests.triggers.approving import GROUPS, PEOPLE, RESTART, USERS, OpsServer, Requester, answer, policy, tool_output
 
@@ -36,7 +37,7 @@ def inbox_hub(make_hub: HubFactory, ops: OpsServer, mrtr_server: McpProcess) -> 
     """Hubs whose `ops.*` calls need approval (`policies`; by default by the group ops: bob and carol), with the
     mrtr server's questions as well."""
 
-    def make(*policies: dict[str, Any], **changes: Any) -> RunningHub:
+    def make(*policies: dict[str, Any], port: int | None = None, **changes: Any) -> RunningHub:
         settings: dict[str, Any] = {
             "users": USERS,
             "groups": GROUPS,
@@ -45,7 +46,7 @@ def inbox_hub(make_hub: HubFactory, ops: OpsServer, mrtr_server: McpProcess) -> 
             "streams": {"keepalive_s": KEEPALIVE_S},
             **changes,
         }
-        return make_hub(**settings)
+        return make_hub(port, **settings)
 
     return make
 
@@ -232,17 +233,22 @@ def oidc() -> Iterator[OidcProvider]:
 
 
 def test_an_oidc_person_sees_the_approvals_of_their_providers_groups(inbox_hub: InboxHub, oidc: OidcProvider) -> None:
+    port = free_port()
+    oidc.provider.register_web_client(f"http://127.0.0.1:{port}/auth/signed-in")
     # A group only the identity provider knows.
-    running = inbox_hub(policy(approvers={"groups": ["sre"]}), auth={"oidc": oidc.config()})
+    running = inbox_hub(policy(approvers={"groups": ["sre"]}), port=port, auth={"oidc": oidc.config()})
     erin = oidc.provider.mint("erin", groups=["staff", "sre"])
     frank = oidc.provider.mint("frank", groups=["staff"])
-    with InboxStream(running.url, erin) as erins:
+    oidc.provider.groups["gina"] = ["sre"]
+    with InboxStream(running.url, erin) as erins, httpx.Client(timeout=30) as gina:
         assert erins.started() == []
+        assert sign_in(gina, running, oidc, "gina").status_code == 302  # a browser's session: her sign-in's groups
         with Requester(running.url, "alice", "conv-oidc", RESTART) as asked:
             eid = asked.until("data-approval-pending")["id"]
             assert erins.until("inbox-added")["elicitationId"] == eid
             [routed] = listed(running.url, erin)
             assert routed["elicitationId"] == eid and routed["context"]["requester"] == "alice"
+            assert [q["elicitationId"] for q in gina.get(f"{running.url}/run/api/inbox").json()["questions"]] == [eid]
             assert listed(running.url, frank) == []
             approved = httpx.post(
                 f"{running.url}/run/api/elicitation-responses",
