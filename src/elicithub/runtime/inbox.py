@@ -133,8 +133,11 @@ class Inbox:
 
     async def _event(self, reader: _Reader, entry: JsonObject) -> JsonObject | None:
         """The event an entry of the log is for the reader, if any."""
+        kind = entry.get("kind")
+        if kind not in ("added", "escalated", "removed"):
+            return None  # a kind of a later version
         at = datetime.fromisoformat(entry["at"])
-        if entry.get("kind") == "removed":
+        if kind == "removed":
             approval = entry.get("approval")
             known = None if approval is None else Approval.from_json(approval)
             if entry["id"] in reader.removed or not reader.answers(entry["owner"], known, at):
@@ -142,15 +145,13 @@ class Inbox:
             reader.removed.add(entry["id"])
             removed: JsonObject = {"type": "inbox-removed", "elicitationId": entry["id"], "outcome": entry["outcome"]}
             return removed | ({"answeredBy": entry["answeredBy"]} if entry.get("answeredBy") else {})
-        if entry.get("kind") not in ("added", "escalated"):
-            return None  # a kind of a later version
         elicitation = Elicitation.from_json(entry["elicitation"])
         if elicitation.id in reader.shown or elicitation.id in reader.removed:
             return None
         if not reader.answers(elicitation.user_id, elicitation.approval, at):
             return None
         approval = elicitation.approval
-        if entry["kind"] == "escalated" and approval is not None and approval.approvers is not None:
+        if kind == "escalated" and approval is not None and approval.approvers is not None:
             if approval.approvers.include(reader.user_id, reader.groups):
                 return None  # an approver already: it is in their inbox
         # Shown only while it is open: an end stored before this read is on the log before this entry was read (the
