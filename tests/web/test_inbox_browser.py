@@ -81,6 +81,7 @@ def test_carol_sees_alices_call_as_it_comes_and_approves_it_in_place(
     expect(carol.locator("#empty")).to_be_visible()
 
     alice = open_page(approvals_hub, "alice")
+    expect(alice.get_by_role("link", name="Inbox")).to_have_attribute("href", "inbox")  # the chat links it
     say(alice, RESTART)
     status = alice.locator(".tool-progress")
     expect(status).to_have_text("Waiting for approval by carol.")
