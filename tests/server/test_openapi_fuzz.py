@@ -20,6 +20,8 @@ from elicithub.core.ids import CONVERSATION_ID_PATTERN
 from elicithub.server.app import create_app
 from tests.conftest import USERS
 
+ENDLESS = {"/run/api/inbox/stream"}
+
 
 @pytest.fixture
 def schema(tmp_path: Path) -> Iterator[Any]:
@@ -49,6 +51,9 @@ def test_no_request_gets_a_server_error_or_a_contract_mismatch(schema: Any, toke
         headers["authorization"] = f"Bearer {token}"
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 8
+    # A stream that stays open while its person is signed in cannot be called to its end (its contract is tested in
+    # tests/surfaces/test_inbox.py).
+    operations = [o for o in operations if o.path not in ENDLESS]
     if mode is GenerationMode.NEGATIVE:  # nothing can be sent wrong to an operation that takes no input
         operations = [o for o in operations if o.path_parameters or o.headers or o.body]
 

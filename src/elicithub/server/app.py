@@ -135,6 +135,7 @@ def create_app(config: Config, hub: Hub | None = None) -> FastAPI:
     app.router.routes.extend(hub.resource.routes)
     app.include_router(hub.admin_pages.router)
     app.include_router(hub.audit_pages.router)
+    app.include_router(hub.inbox_pages.router)
     app.include_router(hub.sign_in_pages.router)
     app.include_router(hub.provider_sign_in.router)
     redact_access_log()

@@ -44,6 +44,7 @@ from elicithub.runtime.admin import AdminQuestions
 from elicithub.runtime.approvers import Answerable, ApprovalNotices
 from elicithub.runtime.audit import AuditLog
 from elicithub.runtime.conversations import Conversations
+from elicithub.runtime.inbox import Inbox, InboxSink
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter, Trigger
@@ -59,6 +60,7 @@ from elicithub.surfaces.a2a_tasks import HubTaskStore
 from elicithub.surfaces.admin import AdminPages
 from elicithub.surfaces.agui import AguiSurface
 from elicithub.surfaces.audit import AuditPages
+from elicithub.surfaces.inbox import InboxPages
 from elicithub.surfaces.mcp_server import McpSurface
 from elicithub.surfaces.mcp_state import Tickets
 from elicithub.surfaces.mcp_task_records import TaskRecords
@@ -109,7 +111,10 @@ class Hub:
         self.stream = RunStream(self.backend.events)
         self.metrics = Metrics(config.metrics.enabled)
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
-        self.broker = Broker(self.store, self.stream, durable=self.backend.durable, counts=self.metrics)
+        self.inbox = Inbox(self.backend.events, self.store)
+        """Every person's inbox: the questions shown and ended, on whichever hub, on one shared log."""
+        sink = InboxSink(self.stream, self.inbox)
+        self.broker = Broker(self.store, sink, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.model)
         self.vault = Vault(self.backend.kv, self.keys)
         self.links = LinkSigner(self.keys)
@@ -136,6 +141,7 @@ class Hub:
         self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
         self.approval_notices = ApprovalNotices()
         """Where the surfaces that reach approvers hear of approvals (runtime/approvers.py)."""
+        self.approval_notices.register(self.inbox)
         self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
         self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
         self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
@@ -204,6 +210,9 @@ class Hub:
         admins = Admins(config.admins, oidc.admin_group if oidc else None, self.identity, self.signed_in_groups)
         self.admin_pages = AdminPages(AdminQuestions(self.broker, self.backend.runs), admins)
         self.audit_pages = AuditPages(self.audit, admins)
+        self.inbox_pages = InboxPages(
+            self.inbox, self.answerable, self.identity, self.groups_of, self.streams, config.streams.keepalive_s
+        )
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(
             config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets

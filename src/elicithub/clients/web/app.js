@@ -2,7 +2,7 @@
 // shows questions as prompts, and picks the conversation (and any open question) up again after a reload.
 
 import { h, randomId } from "./dom.js";
-import { AnswerError, OUTCOMES, createPrompt } from "./prompt.js";
+import { OUTCOMES, createPrompt, refusal } from "./prompt.js";
 import { readParts } from "./stream.js";
 import { loadSuggestions, suggestionButtons } from "./suggestions.js";
 
@@ -17,16 +17,6 @@ const prompts = new Map(); // elicitationId -> {prompt, reply}: the prompt and t
 let conversationId = null;
 let session = new AbortController(); // aborts the runs this page reads again when it leaves the conversation
 let suggestions = []; // what the introduction offers to send with one click
-
-async function refusal(response) {
-  let body = null;
-  try {
-    body = await response.json();
-  } catch {
-    // not JSON: keep the status alone
-  }
-  return new AnswerError(response.status, body?.error ?? { message: `The hub answered ${response.status}.` });
-}
 
 function chat(conversation, parts) {
   return fetch("run/api/chat", {

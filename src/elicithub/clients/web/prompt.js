@@ -26,6 +26,17 @@ export class AnswerError extends Error {
   }
 }
 
+/** The AnswerError of a response the hub refused (its JSON error body, or just its status). */
+export async function refusal(response) {
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    // not JSON: keep the status alone
+  }
+  return new AnswerError(response.status, body?.error ?? { message: `The hub answered ${response.status}.` });
+}
+
 /** Where a url-mode link goes: {href, host} for an http(s) URL, else null (it is then shown, never opened). */
 export function linkTarget(url) {
   let parsed;
@@ -168,13 +179,12 @@ class FormPrompt extends Prompt {
     super(event, send, "form");
     this.schema = event.requestedSchema ?? { type: "object", properties: {} };
     const required = requiredNames(this.schema);
-    this.fields = properties(this.schema).map(([name, prop]) => createField(name, prop ?? {}, required.has(name)));
-    this.buttons = [
-      h("button", { type: "submit", class: "primary" }, "Submit"),
-      h("button", { type: "button", onclick: () => this.answer("decline") }, "Decline"),
-      h("button", { type: "button", onclick: () => this.answer("cancel") }, "Cancel"),
-    ];
-    const note = required.size > 0 ? h("p", { class: "hint" }, "Fields marked * are required.") : null;
+    const shown = properties(this.schema).filter(([name]) => this.shows(name));
+    this.fields = shown.map(([name, prop]) => createField(name, prop ?? {}, required.has(name)));
+    this.buttons = this.actions();
+    const note = this.fields.some((f) => required.has(f.name))
+      ? h("p", { class: "hint" }, "Fields marked * are required.")
+      : null;
     this.form = h(
       "form",
       { novalidate: true, onsubmit: (e) => this.submit(e) },
@@ -185,6 +195,20 @@ class FormPrompt extends Prompt {
     );
     this.element.append(this.form);
     this.setState(this.state);
+  }
+
+  /** Whether the form shows a field for the schema's property `name`. */
+  shows() {
+    return true;
+  }
+
+  /** The form's buttons; the one of type submit sends the form's content. */
+  actions() {
+    return [
+      h("button", { type: "submit", class: "primary" }, "Submit"),
+      h("button", { type: "button", onclick: () => this.answer("decline") }, "Decline"),
+      h("button", { type: "button", onclick: () => this.answer("cancel") }, "Cancel"),
+    ];
   }
 
   controls() {
@@ -200,9 +224,9 @@ class FormPrompt extends Prompt {
     return content;
   }
 
-  submit(event) {
-    event.preventDefault();
-    const content = this.content();
+  submit(event, extra = {}) {
+    event?.preventDefault();
+    const content = { ...this.content(), ...extra };
     const unreadable = this.fields
       .map((f) => ({ field: f.name, message: f.badInput() }))
       .filter((e) => e.message !== null);
@@ -224,6 +248,45 @@ class FormPrompt extends Prompt {
     const rest = errors.filter((e) => !shown.has(e.field));
     super.showFieldErrors(rest);
     this.fields.find((f) => byName.has(f.name))?.focus();
+  }
+}
+
+/**
+ * An approval of someone's tool call, for one of its approvers: Approve (with the reason and the arguments as
+ * edited, where the policy lets them be edited) or Deny (with the reason). Both accept the form, with `approve`
+ * true or false, so that the reason is kept; `send` is as for createPrompt.
+ */
+export function createApprovalPrompt(event, send) {
+  return new ApprovalPrompt(event, send);
+}
+
+class ApprovalPrompt extends FormPrompt {
+  shows(name) {
+    return name !== "approve";
+  }
+
+  actions() {
+    return [
+      h("button", { type: "submit", class: "primary" }, "Approve"),
+      h("button", { type: "button", onclick: () => this.deny() }, "Deny"),
+    ];
+  }
+
+  submit(event) {
+    this.decision = true;
+    super.submit(event, { approve: true });
+  }
+
+  deny() {
+    this.decision = false;
+    const reason = this.fields.find((f) => f.name === "reason")?.read();
+    this.answer("accept", reason === undefined ? { approve: false } : { approve: false, reason });
+  }
+
+  setState(state) {
+    super.setState(state);
+    // What the approver decided reads better than the form's outcome, which is "accepted" either way.
+    if (state === "accepted") this.status.textContent = this.decision === false ? "Denied" : "Approved";
   }
 }
 
