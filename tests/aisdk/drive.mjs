@@ -4,7 +4,10 @@
 // Scenarios: `posted` (a question answered at the answer endpoint while the stream is open), `fast` (the page
 // stops the stream, then answers with a data-elicitation-response part: the continuation streams on that request),
 // `auto` (sendAutomaticallyWhen lastAssistantMessageIsCompleteWithToolCalls after a tool call: nothing is re-sent),
-// `resume` (resumeStream() on load when nothing runs: nothing is added).
+// `resume` (resumeStream() on load when nothing runs: nothing is added), `approval` (an approval the requester
+// answers, approving, at the answer endpoint while the stream is open).
+//
+// Besides what the SDK ended with, `chunks` lists the types of the chunks each response carried, as the SDK read them.
 
 const [version, hub, token, scenario, conversation] = process.argv.slice(2);
 const ai = await import(version);
@@ -38,20 +41,38 @@ const headers = { authorization: `Bearer ${token}`, "x-supports-elicitation": "t
 const requests = [];
 const errors = [];
 const asked = [];
-const countingFetch = (url, init) => {
+const chunks = [];
+const reading = [];
+const countingFetch = async (url, init) => {
   requests.push(`${init?.method ?? "GET"} ${new URL(url).pathname}`);
-  return fetch(url, init);
+  const response = await fetch(url, init);
+  const types = [];
+  chunks.push(types);
+  reading.push(
+    response
+      .clone()
+      .text()
+      .then((body) => {
+        for (const line of body.split("\n")) {
+          const data = line.trim().replace(/^data: /, "");
+          if (line.startsWith("data: ")) types.push(data === "[DONE]" ? data : JSON.parse(data).type);
+        }
+      })
+      .catch(() => types.push("(aborted)")),
+  );
+  return response;
 };
 
-async function answer(elicitationId, region) {
+async function answer(elicitationId, content) {
   const response = await fetch(`${hub}/run/api/elicitation-responses`, {
     method: "POST",
     headers: { ...headers, "content-type": "application/json" },
-    body: JSON.stringify({ conversationId: conversation, elicitationId, action: "accept", content: { region } }),
+    body: JSON.stringify({ conversationId: conversation, elicitationId, action: "accept", content }),
   });
   if (!response.ok) throw new Error(`answer: ${response.status} ${await response.text()}`);
 }
 
+const RESTART = '/call ops.restart {"service": "orders", "replicas": 2}';
 let onQuestion = async () => {};
 const chat = new Chat({
   id: conversation,
@@ -71,8 +92,11 @@ async function healthz() {
 }
 
 if (scenario === "posted") {
-  onQuestion = (data) => answer(data.elicitationId, "eu-west-1");
+  onQuestion = (data) => answer(data.elicitationId, { region: "eu-west-1" });
   await chat.sendMessage({ text: '/call mrtr.provision {"name": "orders"}' });
+} else if (scenario === "approval") {
+  onQuestion = (data) => answer(data.elicitationId, { approve: true });
+  await chat.sendMessage({ text: RESTART });
 } else if (scenario === "fast") {
   let question;
   onQuestion = async (data) => {
@@ -90,6 +114,7 @@ if (scenario === "posted") {
   await chat.resumeStream();
 }
 
+await Promise.all(reading);
 let valid = true;
 try {
   if (chat.messages.length > 0) await validateUIMessages({ messages: chat.messages });
@@ -109,6 +134,7 @@ console.log(
     valid,
     asked,
     requests,
+    chunks,
     messages: chat.messages.map((m) => ({ id: m.id, role: m.role, text: text(m), types: m.parts.map((p) => p.type) })),
   }),
 );

@@ -1,0 +1,58 @@
+"""AI SDK native approvals (`ui_stream: {native_approvals: true}`) with the AI SDK's own client (pinned in
+tests/aisdk): `ai` 6's `Chat` approves or denies with `addToolApprovalResponse`, and with the option off an `ai` 5
+client sees the stream it always saw."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import HubFactory, RunningHub
+from tests.surfaces.test_aisdk_client import drive, pytestmark  # noqa: F401  (the same skip)
+from tests.triggers.approving import OpsServer
+
+
+@pytest.fixture
+def ops() -> Iterator[OpsServer]:
+    server = OpsServer()
+    with server.served() as app:
+        server.url = f"{app.url}/mcp"
+        yield server
+
+
+def approving_hub(make_hub: HubFactory, ops: OpsServer, **changes: Any) -> RunningHub:
+    servers = [{"id": "ops", "url": ops.url}]
+    return make_hub(mcp_servers=servers, approvals=[{"tools": ["ops.*"], "approvers": "requester"}], **changes)
+
+
+TODAY = [
+    "start",
+    "start-step",
+    "tool-input-available",
+    "data-elicitation-request",
+    "data-elicitation-resolved",
+    "tool-output-available",
+    "finish-step",
+    "start-step",
+    "text-start",
+    "text-delta",
+    "text-end",
+    "finish-step",
+    "finish",
+    "[DONE]",
+]
+"""The chunks of a requester-approved call answered at the answer endpoint, recorded before native approvals."""
+
+
+@pytest.mark.parametrize("version", ["ai5", "ai6"])
+def test_with_the_option_off_a_client_sees_the_stream_it_always_saw(
+    make_hub: HubFactory, ops: OpsServer, version: str
+) -> None:
+    hub = approving_hub(make_hub, ops)
+    result = drive(hub, version, "approval", f"aisdk-approval-off-{version}")
+    assert result["errors"] == [] and result["valid"] and result["status"] == "ready"
+    assert result["chunks"] == [TODAY]
+    assert result["messages"][-1]["text"] == "Restarted orders with 2 replicas."
+    assert ops.calls == [{"service": "orders", "replicas": 2}]
