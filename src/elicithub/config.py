@@ -79,6 +79,13 @@ class StreamsConfig(_Strict):
     keepalive_s: float = Field(default=15, gt=0)
 
 
+class UIStreamConfig(_Strict):
+    """The AI SDK UI message stream (`/run/api/chat`). `native_approvals`: a question approving the requester's own
+    call is AI SDK 6's `tool-approval-request` (answered by an `approval-responded` tool part), not a data part."""
+
+    native_approvals: bool = False
+
+
 class LimitsConfig(_Strict):
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)  # larger request bodies get 413
 
@@ -275,6 +282,7 @@ class Config(_Strict):
     auth: AuthConfig = AuthConfig()
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
+    ui_stream: UIStreamConfig = UIStreamConfig()
     conversations: ConversationsConfig = ConversationsConfig()
     limits: LimitsConfig = LimitsConfig()
     server: ServerConfig = ServerConfig()

@@ -5,13 +5,17 @@
 // stops the stream, then answers with a data-elicitation-response part: the continuation streams on that request),
 // `auto` (sendAutomaticallyWhen lastAssistantMessageIsCompleteWithToolCalls after a tool call: nothing is re-sent),
 // `resume` (resumeStream() on load when nothing runs: nothing is added), `approval` (an approval the requester
-// answers, approving, at the answer endpoint while the stream is open).
+// answers, approving, at the answer endpoint while the stream is open); with ai 6 and native approvals,
+// `native-approve` and `native-deny` (the stream ends at the tool-approval-request; addToolApprovalResponse, and
+// sendAutomaticallyWhen lastAssistantMessageIsCompleteWithApprovalResponses sends the answer), `native-reload` (the
+// page reloads while the approval waits: a new Chat's resumeStream() shows it again, and approving it goes on).
 //
 // Besides what the SDK ended with, `chunks` lists the types of the chunks each response carried, as the SDK read them.
 
 const [version, hub, token, scenario, conversation] = process.argv.slice(2);
 const ai = await import(version);
 const { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, validateUIMessages } = ai;
+const { lastAssistantMessageIsCompleteWithApprovalResponses } = ai; // ai 6 only
 
 class State {
   constructor() {
@@ -74,18 +78,46 @@ async function answer(elicitationId, content) {
 
 const RESTART = '/call ops.restart {"service": "orders", "replicas": 2}';
 let onQuestion = async () => {};
-const chat = new Chat({
-  id: conversation,
-  transport: new DefaultChatTransport({ api: `${hub}/run/api/chat`, headers, fetch: countingFetch }),
-  onError: (error) => errors.push(String(error?.message ?? error)),
-  onData: (part) => {
-    if (part.type === "data-elicitation-request") {
-      asked.push(part.data.elicitationId);
-      onQuestion(part.data);
-    }
-  },
-  sendAutomaticallyWhen: scenario === "auto" ? lastAssistantMessageIsCompleteWithToolCalls : undefined,
-});
+let finishes = 0;
+let onFinished = () => {};
+const native = scenario.startsWith("native-");
+const newChat = () =>
+  new Chat({
+    id: conversation,
+    transport: new DefaultChatTransport({ api: `${hub}/run/api/chat`, headers, fetch: countingFetch }),
+    onError: (error) => errors.push(String(error?.message ?? error)),
+    onData: (part) => {
+      if (part.type === "data-elicitation-request") {
+        asked.push(part.data.elicitationId);
+        onQuestion(part.data);
+      }
+    },
+    onFinish: () => {
+      finishes += 1;
+      onFinished();
+    },
+    sendAutomaticallyWhen:
+      scenario === "auto"
+        ? lastAssistantMessageIsCompleteWithToolCalls
+        : native
+          ? lastAssistantMessageIsCompleteWithApprovalResponses
+          : undefined,
+  });
+let chat = newChat();
+const approvals = [];
+
+/** The approval the last message waits on (as the SDK shows it), answered with addToolApprovalResponse; resolves
+ * once the request that sends it automatically has finished. */
+async function respond(approved, reason) {
+  const part = chat.lastMessage.parts.find((p) => p.state === "approval-requested");
+  approvals.push({ toolCallId: part.toolCallId, id: part.approval.id, status: chat.status });
+  const sent = finishes + 1;
+  const finished = new Promise((done) => {
+    onFinished = () => finishes >= sent && done();
+  });
+  await chat.addToolApprovalResponse({ id: part.approval.id, approved, reason });
+  await finished;
+}
 
 async function healthz() {
   return (await fetch(`${hub}/healthz`)).json();
@@ -112,6 +144,17 @@ if (scenario === "posted") {
   await new Promise((done) => setTimeout(done, 300)); // time for an automatic re-send, if the SDK wanted one
 } else if (scenario === "resume") {
   await chat.resumeStream();
+} else if (scenario === "native-approve") {
+  await chat.sendMessage({ text: RESTART });
+  await respond(true);
+} else if (scenario === "native-deny") {
+  await chat.sendMessage({ text: RESTART });
+  await respond(false, "not during the freeze");
+} else if (scenario === "native-reload") {
+  await chat.sendMessage({ text: RESTART });
+  chat = newChat();
+  await chat.resumeStream();
+  await respond(true);
 }
 
 await Promise.all(reading);
@@ -122,6 +165,10 @@ try {
   valid = false;
   errors.push(`validateUIMessages: ${error.message}`);
 }
+const tools = (message) =>
+  message.parts
+    .filter((p) => p.type === "dynamic-tool" || p.type.startsWith("tool-"))
+    .map(({ toolCallId, state, approval, output, errorText }) => ({ toolCallId, state, approval, output, errorText }));
 const text = (message) =>
   message.parts
     .filter((p) => p.type === "text")
@@ -135,6 +182,13 @@ console.log(
     asked,
     requests,
     chunks,
-    messages: chat.messages.map((m) => ({ id: m.id, role: m.role, text: text(m), types: m.parts.map((p) => p.type) })),
+    approvals,
+    messages: chat.messages.map((m) => ({
+      id: m.id,
+      role: m.role,
+      text: text(m),
+      types: m.parts.map((p) => p.type),
+      tools: tools(m),
+    })),
   }),
 );

@@ -56,3 +56,35 @@ def test_with_the_option_off_a_client_sees_the_stream_it_always_saw(
     assert result["chunks"] == [TODAY]
     assert result["messages"][-1]["text"] == "Restarted orders with 2 replicas."
     assert ops.calls == [{"service": "orders", "replicas": 2}]
+
+
+def native_hub(make_hub: HubFactory, ops: OpsServer) -> RunningHub:
+    return approving_hub(make_hub, ops, ui_stream={"native_approvals": True})
+
+
+def test_approving_with_add_tool_approval_response_calls_the_tool_once(make_hub: HubFactory, ops: OpsServer) -> None:
+    hub = native_hub(make_hub, ops)
+    result = drive(hub, "ai6", "native-approve", "aisdk-native-approve")
+    assert result["errors"] == [] and result["valid"] and result["status"] == "ready"
+    asked, answered = result["chunks"]
+    assert asked == [
+        "start",
+        "start-step",
+        "tool-input-available",
+        "tool-approval-request",
+        "finish-step",
+        "finish",
+        "[DONE]",
+    ]
+    [approval] = result["approvals"]
+    assert approval["status"] == "ready" and approval["id"].startswith("eli_")
+    assert result["requests"] == ["POST /run/api/chat", "POST /run/api/chat"]
+    user, assistant = result["messages"]  # the answer's stream went on with the same assistant message
+    assert user["role"] == "user" and assistant["role"] == "assistant"
+    [tool] = assistant["tools"]
+    assert tool["toolCallId"] == approval["toolCallId"] and tool["state"] == "output-available"
+    assert tool["output"] == "Restarted orders with 2 replicas."
+    assert tool["approval"] == {"id": approval["id"], "approved": True}
+    assert assistant["text"] == "Restarted orders with 2 replicas."
+    assert "tool-output-available" in answered and answered[-2:] == ["finish", "[DONE]"]
+    assert ops.calls == [{"service": "orders", "replicas": 2}]

@@ -9,6 +9,7 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, cast
 
 import orjson
@@ -39,6 +40,7 @@ from elicithub.server.limits import read_body, refusal
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.streaming import Writer, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
+from elicithub.surfaces.ui_approvals import approval_question, approval_response
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 
@@ -151,12 +153,19 @@ class Wire:
         raw = await self._json(request)
         caller = await caller_of(self.hub, request)
         body = UI_CHAT_BODY.validate(_given(raw))
-        last = body.messages[-1]
+        last, index = body.messages[-1], len(body.messages) - 1
+        native = self.hub.config.ui_stream.native_approvals
+        approval = approval_response(last, index) if native and last.role == "assistant" else None
+        if approval is not None:
+            # The continuation goes on with the assistant message the client sent back.
+            caller = replace(caller, groups=await self.hub.groups_of(request, caller.user_id))
+            approval_question(await self.hub.conversations.question(caller, approval.elicitationId))
+            writer = partial(UIMessageStreamWriter, last.id, native_approvals=True, continues=True)
+            return await self._chat(caller, body.id, approval, lambda _: writer(), UI_HEADERS, agent=body.agent)
         if last.role != "user":
-            raise HTTPException(
-                400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user."
-            )
-        return await self._chat(caller, body.id, _ui_text(last), UIMessageStreamWriter, UI_HEADERS, agent=body.agent)
+            raise HTTPException(400, f"messages[{index}].role: the last message must be from the user.")
+        make_writer = partial(UIMessageStreamWriter, native_approvals=native)
+        return await self._chat(caller, body.id, _ui_text(last), make_writer, UI_HEADERS, agent=body.agent)
 
     async def _chat(
         self,

@@ -1,0 +1,53 @@
+"""AI SDK 6 native approvals, the client's half: the `approval-responded` tool part an AI SDK 6 client sends back in
+the assistant message it continues (`addToolApprovalResponse`), read as the answer to the approval it names.
+
+`approved: true` accepts; otherwise it is the approval form's own denial (`approve: false`) with the `reason`, so the
+reason reaches the tool's refusal and the audit log (a plain decline carries no content)."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+
+from elicithub.core.elicitation import Elicitation
+from elicithub.core.jsonwire import JsonObject
+from elicithub.errors import ElicitationNotFound
+from elicithub.server.bodies import ElicitationResponse, UIMessage
+
+
+def approval_response(message: UIMessage, index: int) -> ElicitationResponse | None:
+    """The answer that `message` (the request's `messages[index]`) carries: its last tool part whose approval was
+    responded to; None when it has none. A responded part without a well-formed `approval` is a 422 naming it."""
+    for at in reversed(range(len(message.parts))):
+        part = message.parts[at]
+        if _is_tool(part) and part.get("state") == "approval-responded":
+            return _answer(part.get("approval"), f"messages[{index}].parts[{at}].approval")
+    return None
+
+
+def approval_question(question: Elicitation) -> Elicitation:
+    """`question`, when it is one a native approval answers: an approval its own person answers. Any other question
+    (an ordinary form of theirs, an approval routed to others) is unknown as an approval."""
+    if question.approval is None or not question.asks_requester:
+        raise ElicitationNotFound(question.id)
+    return question
+
+
+def _is_tool(part: JsonObject) -> bool:
+    kind = part.get("type")
+    return isinstance(kind, str) and (kind == "dynamic-tool" or kind.startswith("tool-"))
+
+
+def _answer(approval: object, where: str) -> ElicitationResponse:
+    if not isinstance(approval, dict):
+        raise HTTPException(422, f"{where}: an object is required")
+    approval_id, approved, reason = approval.get("id"), approval.get("approved"), approval.get("reason")
+    if not isinstance(approval_id, str) or not approval_id:
+        raise HTTPException(422, f"{where}.id: a non-empty string is required")
+    if not isinstance(approved, bool):
+        raise HTTPException(422, f"{where}.approved: a boolean is required")
+    if reason is not None and not isinstance(reason, str):
+        raise HTTPException(422, f"{where}.reason: a string is required")
+    content: JsonObject = {"approve": approved}
+    if reason:
+        content["reason"] = reason
+    return ElicitationResponse(elicitationId=approval_id, action="accept", content=content)
