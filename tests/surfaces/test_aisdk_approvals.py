@@ -88,3 +88,36 @@ def test_approving_with_add_tool_approval_response_calls_the_tool_once(make_hub:
     assert assistant["text"] == "Restarted orders with 2 replicas."
     assert "tool-output-available" in answered and answered[-2:] == ["finish", "[DONE]"]
     assert ops.calls == [{"service": "orders", "replicas": 2}]
+
+
+def test_denying_with_a_reason_refuses_the_call_with_that_reason(make_hub: HubFactory, ops: OpsServer) -> None:
+    hub = native_hub(make_hub, ops)
+    result = drive(hub, "ai6", "native-deny", "aisdk-native-deny")
+    assert result["errors"] == [] and result["valid"] and result["status"] == "ready"
+    [approval] = result["approvals"]
+    [_, assistant] = result["messages"]
+    [tool] = assistant["tools"]
+    assert tool["toolCallId"] == approval["toolCallId"] and tool["state"] == "output-denied"
+    assert tool["approval"] == {"id": approval["id"], "approved": False, "reason": "not during the freeze"}
+    # The model is told the refusal (the scripted model says what its tool returned).
+    refusal = "Call of ops.restart was not approved: denied by alice: not during the freeze"
+    assert assistant["text"] == f"Tool error: {refusal}"
+    assert "tool-output-denied" in result["chunks"][1]
+    assert ops.calls == []
+
+
+def test_a_reloaded_page_resumes_the_waiting_approval_and_approves_it(make_hub: HubFactory, ops: OpsServer) -> None:
+    hub = native_hub(make_hub, ops)
+    result = drive(hub, "ai6", "native-reload", "aisdk-native-reload")
+    assert result["errors"] == [] and result["valid"] and result["status"] == "ready"
+    assert result["requests"] == [
+        "POST /run/api/chat",
+        "GET /run/api/chat/aisdk-native-reload/stream",
+        "POST /run/api/chat",
+    ]
+    asked, resumed, _ = result["chunks"]
+    assert resumed == asked  # the run read again up to the approval it waits on
+    [assistant] = result["messages"]  # the new page had no history: the assistant message, continued
+    assert assistant["tools"][0]["state"] == "output-available"
+    assert assistant["text"] == "Restarted orders with 2 replicas."
+    assert ops.calls == [{"service": "orders", "replicas": 2}]

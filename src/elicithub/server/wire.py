@@ -157,11 +157,12 @@ class Wire:
         native = self.hub.config.ui_stream.native_approvals
         approval = approval_response(last, index) if native and last.role == "assistant" else None
         if approval is not None:
-            # The continuation goes on with the assistant message the client sent back.
             caller = replace(caller, groups=await self.hub.groups_of(request, caller.user_id))
-            approval_question(await self.hub.conversations.question(caller, approval.elicitationId))
-            writer = partial(UIMessageStreamWriter, last.id, native_approvals=True, continues=True)
-            return await self._chat(caller, body.id, approval, lambda _: writer(), UI_HEADERS, agent=body.agent)
+            approval_question(await self.hub.conversations.question(caller, approval.answer.elicitationId))
+            # The continuation goes on with the assistant message the client sent back.
+            denied = None if approval.approved else approval.tool_call_id
+            writer = partial(UIMessageStreamWriter, last.id, native_approvals=True, continues=True, denied=denied)
+            return await self._chat(caller, body.id, approval.answer, lambda _: writer(), UI_HEADERS, agent=body.agent)
         if last.role != "user":
             raise HTTPException(400, f"messages[{index}].role: the last message must be from the user.")
         make_writer = partial(UIMessageStreamWriter, native_approvals=native)

@@ -6,6 +6,8 @@ reason reaches the tool's refusal and the audit log (a plain decline carries no 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fastapi import HTTPException
 
 from elicithub.core.elicitation import Elicitation
@@ -14,13 +16,29 @@ from elicithub.errors import ElicitationNotFound
 from elicithub.server.bodies import ElicitationResponse, UIMessage
 
 
-def approval_response(message: UIMessage, index: int) -> ElicitationResponse | None:
+@dataclass(frozen=True)
+class ApprovalResponse:
+    """An approval-responded tool part: the answer it gives, and the call it is about (as the client names it)."""
+
+    answer: ElicitationResponse
+    tool_call_id: str
+
+    @property
+    def approved(self) -> bool:
+        return (self.answer.content or {}).get("approve") is True
+
+
+def approval_response(message: UIMessage, index: int) -> ApprovalResponse | None:
     """The answer that `message` (the request's `messages[index]`) carries: its last tool part whose approval was
-    responded to; None when it has none. A responded part without a well-formed `approval` is a 422 naming it."""
+    responded to; None when it has none. A responded part that is not well formed is a 422 naming the field."""
     for at in reversed(range(len(message.parts))):
         part = message.parts[at]
         if _is_tool(part) and part.get("state") == "approval-responded":
-            return _answer(part.get("approval"), f"messages[{index}].parts[{at}].approval")
+            where = f"messages[{index}].parts[{at}]"
+            call_id = part.get("toolCallId")
+            if not isinstance(call_id, str) or not call_id:
+                raise HTTPException(422, f"{where}.toolCallId: a non-empty string is required")
+            return ApprovalResponse(_answer(part.get("approval"), f"{where}.approval"), call_id)
     return None
 
 

@@ -36,7 +36,10 @@ def _part(part: dict[str, Any]) -> str:
     return dumps_event(part)
 
 
-def _tool_output(event: ToolCallFinished) -> str:
+def _tool_output(event: ToolCallFinished, denied: bool = False) -> str:
+    if denied:
+        # AI SDK 6 keeps a denied call's part as `output-denied`, with the approval's reason and no text.
+        return _part({"type": "tool-output-denied", "toolCallId": event.call_id})
     if event.is_error:
         failed = {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text}
         return _part({**failed, "dynamic": True})
@@ -67,7 +70,8 @@ def _approval_request(event: ElicitationRequested, call_id: str) -> str:
 class UIMessageStreamWriter:
     """`native_approvals`: see the module's docstring. `still_open`: on a stream that reads a run again, the questions
     open when it began (a pause on questions answered since does not end it); None: every pause is a live one.
-    `continues`: the stream goes on with the assistant message `message_id` the client sent, in its open step."""
+    `continues`: the stream goes on with the assistant message `message_id` the client sent, in its open step.
+    `denied`: the call whose approval the client has just denied (its refusal is `tool-output-denied`)."""
 
     event_ids = True
 
@@ -78,10 +82,12 @@ class UIMessageStreamWriter:
         native_approvals: bool = False,
         still_open: Collection[str] | None = None,
         continues: bool = False,
+        denied: str | None = None,
     ) -> None:
         self.message_id = message_id or new_id("msg")
         self.native_approvals = native_approvals
         self.still_open = still_open
+        self.denied = denied
         self.ended = False
         self._text_id: str | None = None
         self._texts = 0
@@ -140,6 +146,8 @@ class UIMessageStreamWriter:
             return [*self._step(), *self._end_text(), framed(event, "ui", lambda: _status(event))]
         if isinstance(event, ToolCallFinished):
             self._call = None
+            if event.call_id == self.denied and event.is_error:
+                return [*self._step(), _tool_output(event, denied=True)]
             return [*self._step(), framed(event, "ui", lambda: _tool_output(event))]
         if isinstance(event, ElicitationRequested):
             if self._native_approval(event):
@@ -161,13 +169,14 @@ class UIMessageStreamWriter:
         """Whether the question goes as AI SDK 6's approval of the call under way: an approval its requester
         answers, asked within a call this stream showed."""
         asked = event.elicitation
+        if self.still_open is not None and asked.id not in self.still_open:
+            return False  # read again once answered: the call's part ends as any call's (its answer is not known here)
         return self.native_approvals and asked.approval is not None and asked.asks_requester and self._call is not None
 
     def _waits_for_client(self, event: RunPaused) -> bool:
         """The run waits for approvals only the client's next request answers (nothing more comes on this stream)."""
         ids = set(event.elicitation_ids)
-        still_open = ids if self.still_open is None else ids & set(self.still_open)
-        return bool(ids) and ids <= self._native and still_open == ids
+        return bool(ids) and ids <= self._native
 
     def end(self) -> list[str]:
         return [*self._end_step(), *self._end_text(), _part({"type": "finish"}), DONE]
