@@ -86,6 +86,7 @@ def test_approving_with_add_tool_approval_response_calls_the_tool_once(make_hub:
     assert tool["output"] == "Restarted orders with 2 replicas."
     assert tool["approval"] == {"id": approval["id"], "approved": True}
     assert assistant["text"] == "Restarted orders with 2 replicas."
+    assert answered[:2] == ["start", "data-elicitation-resolved"]  # the call's part is in the message sent back
     assert "tool-output-available" in answered and answered[-2:] == ["finish", "[DONE]"]
     assert ops.calls == [{"service": "orders", "replicas": 2}]
 

@@ -89,7 +89,7 @@ def test_read_again_an_approval_answered_since_is_passed_over_and_the_run_goes_o
 
 def test_the_answers_stream_continues_the_message_in_its_step_and_a_denied_call_is_output_denied() -> None:
     asked = approval()
-    writer = UIMessageStreamWriter("msg_client", native_approvals=True, continues=True, denied="call_7")
+    writer = UIMessageStreamWriter("msg_client", native_approvals=True, continues="call_7", denied=True)
     refusal = "Call of ops.restart was not approved: denied by alice: no"
     parts = written(
         writer,
@@ -98,11 +98,15 @@ def test_the_answers_stream_continues_the_message_in_its_step_and_a_denied_call_
         ToolCallFinished("call_7", "ops.restart", refusal, True),
     )
     assert writer.start() == ['{"type":"start","messageId":"msg_client"}']
-    assert [p["type"] for p in parts] == ["tool-input-available", "data-elicitation-resolved", "tool-output-denied"]
+    # The client's message holds the call's part: its input is not sent again, and no new step starts.
+    assert [p["type"] for p in parts] == ["data-elicitation-resolved", "tool-output-denied"]
     assert parts[-1] == {"type": "tool-output-denied", "toolCallId": "call_7"}
+    # A later call of the same id (a later step's) is a new one, and its error an error.
+    parts = written(writer, CALL, ToolCallFinished("call_7", "ops.restart", "boom", True))
+    assert [p["type"] for p in parts] == ["tool-input-available", "tool-output-error"]
 
 
 def test_a_call_approved_then_failing_is_an_output_error() -> None:
-    writer = UIMessageStreamWriter("msg_client", native_approvals=True, continues=True)
+    writer = UIMessageStreamWriter("msg_client", native_approvals=True, continues="call_7")
     parts = written(writer, CALL, ToolCallFinished("call_7", "ops.restart", "boom", True))
     assert parts[-1] == {"type": "tool-output-error", "toolCallId": "call_7", "errorText": "boom", "dynamic": True}

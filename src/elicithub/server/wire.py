@@ -160,8 +160,13 @@ class Wire:
             caller = replace(caller, groups=await self.hub.groups_of(request, caller.user_id))
             approval_question(await self.hub.conversations.question(caller, approval.answer.elicitationId))
             # The continuation goes on with the assistant message the client sent back.
-            denied = None if approval.approved else approval.tool_call_id
-            writer = partial(UIMessageStreamWriter, last.id, native_approvals=True, continues=True, denied=denied)
+            writer = partial(
+                UIMessageStreamWriter,
+                last.id,
+                native_approvals=True,
+                continues=approval.tool_call_id,
+                denied=not approval.approved,
+            )
             return await self._chat(caller, body.id, approval.answer, lambda _: writer(), UI_HEADERS, agent=body.agent)
         if last.role != "user":
             raise HTTPException(400, f"messages[{index}].role: the last message must be from the user.")

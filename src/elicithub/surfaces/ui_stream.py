@@ -70,8 +70,9 @@ def _approval_request(event: ElicitationRequested, call_id: str) -> str:
 class UIMessageStreamWriter:
     """`native_approvals`: see the module's docstring. `still_open`: on a stream that reads a run again, the questions
     open when it began (a pause on questions answered since does not end it); None: every pause is a live one.
-    `continues`: the stream goes on with the assistant message `message_id` the client sent, in its open step.
-    `denied`: the call whose approval the client has just denied (its refusal is `tool-output-denied`)."""
+    `continues`: the call whose approval the client has just answered in the assistant message `message_id` it sent
+    back; the stream goes on with that message, in its open step, where the call's part is (its input is not sent
+    again). `denied`: that answer denied the call (its refusal is `tool-output-denied`)."""
 
     event_ids = True
 
@@ -81,17 +82,21 @@ class UIMessageStreamWriter:
         *,
         native_approvals: bool = False,
         still_open: Collection[str] | None = None,
-        continues: bool = False,
-        denied: str | None = None,
+        continues: str | None = None,
+        denied: bool = False,
     ) -> None:
         self.message_id = message_id or new_id("msg")
         self.native_approvals = native_approvals
         self.still_open = still_open
         self.denied = denied
+        self._continued = continues
+        """The continued call, until the first call ends (it is that one)."""
+        self._input_held = continues is not None
+        """The client's message holds the continued call's input: the stream does not send it again."""
         self.ended = False
         self._text_id: str | None = None
         self._texts = 0
-        self._in_step = continues
+        self._in_step = continues is not None
         self._call: str | None = None
         """The tool call under way, whose questions these are."""
         self._native: set[str] = set()
@@ -131,6 +136,10 @@ class UIMessageStreamWriter:
                 out.append(_part({"type": "text-start", "id": self._text_id}))
             out.append(_part({"type": "text-delta", "id": self._text_id, "delta": event.text}))
             return out
+        if isinstance(event, ToolCall) and self._input_held and event.call_id == self._continued:
+            self._input_held = False  # once: a later call of the same id is a new one
+            self._call = event.call_id
+            return []
         if isinstance(event, ToolCall):
             # Tools come from MCP servers the client does not know of: dynamic tools, in AI SDK terms.
             part = {
@@ -146,7 +155,8 @@ class UIMessageStreamWriter:
             return [*self._step(), *self._end_text(), framed(event, "ui", lambda: _status(event))]
         if isinstance(event, ToolCallFinished):
             self._call = None
-            if event.call_id == self.denied and event.is_error:
+            continued, self._continued = event.call_id == self._continued, None
+            if continued and self.denied and event.is_error:
                 return [*self._step(), _tool_output(event, denied=True)]
             return [*self._step(), framed(event, "ui", lambda: _tool_output(event))]
         if isinstance(event, ElicitationRequested):
