@@ -40,7 +40,7 @@ from elicithub.server.limits import read_body, refusal
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.streaming import Writer, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
-from elicithub.surfaces.ui_approvals import approval_question, approval_response
+from elicithub.surfaces.ui_approvals import approval_response, check_approval
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 
@@ -158,7 +158,7 @@ class Wire:
         approval = approval_response(last, index) if native and last.role == "assistant" else None
         if approval is not None:
             caller = replace(caller, groups=await self.hub.groups_of(request, caller.user_id))
-            approval_question(await self.hub.conversations.question(caller, approval.answer.elicitationId))
+            check_approval(await self.hub.conversations.question(caller, approval.answer.elicitationId))
             # The continuation goes on with the assistant message the client sent back.
             writer = partial(
                 UIMessageStreamWriter,

@@ -42,12 +42,11 @@ def approval_response(message: UIMessage, index: int) -> ApprovalResponse | None
     return None
 
 
-def approval_question(question: Elicitation) -> Elicitation:
-    """`question`, when it is one a native approval answers: an approval its own person answers. Any other question
-    (an ordinary form of theirs, an approval routed to others) is unknown as an approval."""
+def check_approval(question: Elicitation) -> None:
+    """A native approval answers only an approval its own person answers: any other question (an ordinary form of
+    theirs, an approval routed to others) is unknown as an approval (ElicitationNotFound)."""
     if question.approval is None or not question.asks_requester:
         raise ElicitationNotFound(question.id)
-    return question
 
 
 def _is_tool(part: JsonObject) -> bool:

@@ -179,9 +179,10 @@ class UIMessageStreamWriter:
         """Whether the question goes as AI SDK 6's approval of the call under way: an approval its requester
         answers, asked within a call this stream showed."""
         asked = event.elicitation
-        if self.still_open is not None and asked.id not in self.still_open:
-            return False  # read again once answered: the call's part ends as any call's (its answer is not known here)
-        return self.native_approvals and asked.approval is not None and asked.asks_requester and self._call is not None
+        if not (self.native_approvals and asked.approval is not None and asked.asks_requester and self._call):
+            return False
+        # Read again once answered, it goes as before: how it was answered, which AI SDK 6 would want, is not known.
+        return self.still_open is None or asked.id in self.still_open
 
     def _waits_for_client(self, event: RunPaused) -> bool:
         """The run waits for approvals only the client's next request answers (nothing more comes on this stream)."""
