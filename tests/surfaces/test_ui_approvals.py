@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import HubFactory, McpProcess, RunningHub, sse_data
+from tests.conftest import HubFactory, McpProcess, RunningHub, sse_data, sse_numbered
 from tests.triggers.approving import USERS, OpsServer, Requester, answer, person, ui_body
 
 RESTART = '/call ops.restart {"service": "orders", "replicas": 2}'
@@ -162,3 +162,27 @@ def test_without_a_user_no_approval_is_answered(make_hub: HubFactory, ops: OpsSe
     reply = httpx.post(f"{hub.url}/run/api/chat", json=responded("native-anon", request["approvalId"], True))
     assert reply.status_code == 404
     assert ops.calls == []
+
+
+def test_the_answer_streams_the_rest_even_while_another_reader_here_follows_the_run(
+    make_hub: HubFactory, ops: OpsServer, mrtr_server: McpProcess
+) -> None:
+    """The AI SDK's message is only complete with the call's result on the answer's own stream: without it, the part
+    stays approval-responded and `sendAutomaticallyWhen` would send the answer again."""
+    hub = native_hub(make_hub, ops, mrtr_server)
+    with person(hub.url, "alice") as client:
+        with client.stream("POST", "/run/api/chat", json=ui_body("native-followed", RESTART)) as r:
+            numbered = list(sse_numbered(r))
+        event_id, request = next((i, p) for i, p in numbered if p["type"] == "tool-approval-request")
+        # A tab that had read up to the approval request reads on from there: it follows the waiting run.
+        path = "/run/api/chat/native-followed/stream"
+        with client.stream("GET", path, headers={"last-event-id": event_id}) as following:
+            assert following.status_code == 200
+            while client.get("/healthz").json()["reattachedStreams"] < 1:
+                pass  # until the hub counts it (it starts following once its response has begun)
+            status, continued = post(hub.url, "alice", responded("native-followed", request["approvalId"], True))
+            followed = list(sse_data(following))
+    assert status == 200
+    assert any(p["type"] == "tool-output-available" for p in continued), continued
+    assert any(p["type"] == "tool-output-available" for p in followed)
+    assert ops.calls == [{"service": "orders", "replicas": 2}]

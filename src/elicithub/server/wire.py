@@ -167,7 +167,9 @@ class Wire:
                 continues=approval.tool_call_id,
                 denied=not approval.approved,
             )
-            return await self._chat(caller, body.id, approval.answer, lambda _: writer(), UI_HEADERS, agent=body.agent)
+            return await self._chat(
+                caller, body.id, approval.answer, lambda _: writer(), UI_HEADERS, agent=body.agent, continuation=True
+            )
         if last.role != "user":
             raise HTTPException(400, f"messages[{index}].role: the last message must be from the user.")
         make_writer = partial(UIMessageStreamWriter, native_approvals=native)
@@ -182,23 +184,27 @@ class Wire:
         headers: dict[str, str],
         history: list[Message] | None = None,
         agent: str | None = None,
+        continuation: bool = False,
     ) -> Response:
         """Send a message to `agent` (and stream its run), or take an answer (and stream the continuation).
 
         `make_writer(message_id)` makes the surface's writer; a new run's message is named after the run, so a
-        replay of it names it the same, and a continuation gets a new name (None)."""
+        replay of it names it the same, and a continuation gets a new name (None). `continuation`: the answer's
+        stream carries the continuation even when a reader here follows the run (a client whose message is only
+        complete with it)."""
         hub = self.hub
         keepalive = hub.config.streams.keepalive_s
         conversations = hub.conversations
         if isinstance(message, ElicitationResponse):
-            # The fast path: the answer, then the continuation here, unless a reader here already follows the run.
+            # The fast path: the answer, then the continuation here, unless a reader here already follows the run
+            # (and shows it) and the client needs no continuation of its own.
             answer = Answer(message.action, message.content)
             answered = await conversations.answer(
                 caller, message.elicitationId, answer, conversation_id or message.conversationId, own=True
             )
             headers = {**headers, "x-conversation-id": answered.conversation_id}
             writer = make_writer(None)
-            if answered.followed:
+            if answered.followed and not continuation:
                 resolution = answered.resolution
                 resolved = ElicitationResolved(resolution.elicitation_id, resolution.outcome, resolution.answered_by)
                 return sse(
