@@ -183,6 +183,8 @@ console.log(
     requests,
     chunks,
     approvals,
+    // Whether the SDK would send the last message again on its own (it asks this after every response).
+    resends: native ? lastAssistantMessageIsCompleteWithApprovalResponses({ messages: chat.messages }) : undefined,
     messages: chat.messages.map((m) => ({
       id: m.id,
       role: m.role,

@@ -79,6 +79,7 @@ def test_approving_with_add_tool_approval_response_calls_the_tool_once(make_hub:
     [approval] = result["approvals"]
     assert approval["status"] == "ready" and approval["id"].startswith("eli_")
     assert result["requests"] == ["POST /run/api/chat", "POST /run/api/chat"]
+    assert result["resends"] is False  # the message is complete: nothing is sent again
     user, assistant = result["messages"]  # the answer's stream went on with the same assistant message
     assert user["role"] == "user" and assistant["role"] == "assistant"
     [tool] = assistant["tools"]
@@ -99,6 +100,7 @@ def test_denying_with_a_reason_refuses_the_call_with_that_reason(make_hub: HubFa
     [_, assistant] = result["messages"]
     [tool] = assistant["tools"]
     assert tool["toolCallId"] == approval["toolCallId"] and tool["state"] == "output-denied"
+    assert result["resends"] is False
     assert tool["approval"] == {"id": approval["id"], "approved": False, "reason": "not during the freeze"}
     # The model is told the refusal (the scripted model says what its tool returned).
     refusal = "Call of ops.restart was not approved: denied by alice: not during the freeze"
@@ -119,6 +121,7 @@ def test_a_reloaded_page_resumes_the_waiting_approval_and_approves_it(make_hub: 
     asked, resumed, _ = result["chunks"]
     assert resumed == asked  # the run read again up to the approval it waits on
     [assistant] = result["messages"]  # the new page had no history: the assistant message, continued
+    assert result["resends"] is False
     assert assistant["tools"][0]["state"] == "output-available"
     assert assistant["text"] == "Restarted orders with 2 replicas."
     assert ops.calls == [{"service": "orders", "replicas": 2}]
