@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from elicithub.core.events import ToolCallFinished
 from tests.conftest import HubFactory, McpProcess, RunningHub, sse_data, sse_numbered
 from tests.triggers.approving import USERS, OpsServer, Requester, answer, person, ui_body
 
@@ -186,3 +187,18 @@ def test_the_answer_streams_the_rest_even_while_another_reader_here_follows_the_
     assert any(p["type"] == "tool-output-available" for p in continued), continued
     assert any(p["type"] == "tool-output-available" for p in followed)
     assert ops.calls == [{"service": "orders", "replicas": 2}]
+
+
+def test_an_approval_that_expired_is_410_and_the_call_was_refused(
+    make_hub: HubFactory, ops: OpsServer, mrtr_server: McpProcess
+) -> None:
+    approvals = [{"tools": ["ops.*"], "approvers": "requester", "timeout_s": 1}]
+    hub = native_hub(make_hub, ops, mrtr_server, approvals=approvals)
+    _, request = asked(hub.url, "alice", "native-late")
+    ended, events = hub.run_ended(request["approvalId"])  # nobody answered in time: on_timeout deny
+    assert ended.outcome == "expired"
+    [refused] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert refused.text == "Call of ops.restart was not approved: nobody answered within 1 s" and refused.is_error
+    status, body = post(hub.url, "alice", responded("native-late", request["approvalId"], True))
+    assert status == 410, body
+    assert ops.calls == []
