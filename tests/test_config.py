@@ -128,6 +128,13 @@ def test_metrics_are_on_unless_turned_off_and_errors_name_the_key() -> None:
     assert error_of({"metrics": {"port": 9100}}) == "metrics.port: unknown key"
 
 
+def test_native_approvals_are_off_unless_turned_on_and_errors_name_the_key() -> None:
+    assert parse_config({}).ui_stream.native_approvals is False
+    assert parse_config({"ui_stream": {"native_approvals": True}}).ui_stream.native_approvals is True
+    assert error_of({"ui_stream": {"native_approvals": "maybe"}}).startswith("ui_stream.native_approvals: ")
+    assert error_of({"ui_stream": {"native": True}}) == "ui_stream.native: unknown key"
+
+
 def test_the_widget_session_lasts_eight_hours_unless_auth_oidc_session_s_says_and_its_errors_name_the_key() -> None:
     oidc = {"issuer": "https://login.example.com", "audience": "elicithub"}
     config = parse_config({"auth": {"oidc": oidc}}).auth.oidc

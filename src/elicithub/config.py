@@ -101,6 +101,13 @@ class StreamsConfig(_Strict):
     """How often a stream that waits gets a `: keep-alive` comment line, so proxies do not cut it."""
 
 
+class UIStreamConfig(_Strict):
+    """The AI SDK UI message stream (`/run/api/chat`). `native_approvals`: a question approving the requester's own
+    call is AI SDK 6's `tool-approval-request` (answered by an `approval-responded` tool part), not a data part."""
+
+    native_approvals: bool = False
+
+
 class LimitsConfig(_Strict):
     """What the hub takes from a caller."""
 
@@ -353,6 +360,7 @@ class Config(_Strict):
     auth: AuthConfig = AuthConfig()
     elicitation: ElicitationConfig = ElicitationConfig()
     streams: StreamsConfig = StreamsConfig()
+    ui_stream: UIStreamConfig = UIStreamConfig()
     conversations: ConversationsConfig = ConversationsConfig()
     limits: LimitsConfig = LimitsConfig()
     server: ServerConfig = ServerConfig()

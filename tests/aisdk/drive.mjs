@@ -4,11 +4,18 @@
 // Scenarios: `posted` (a question answered at the answer endpoint while the stream is open), `fast` (the page
 // stops the stream, then answers with a data-elicitation-response part: the continuation streams on that request),
 // `auto` (sendAutomaticallyWhen lastAssistantMessageIsCompleteWithToolCalls after a tool call: nothing is re-sent),
-// `resume` (resumeStream() on load when nothing runs: nothing is added).
+// `resume` (resumeStream() on load when nothing runs: nothing is added), `approval` (an approval the requester
+// answers, approving, at the answer endpoint while the stream is open); with ai 6 and native approvals,
+// `native-approve` and `native-deny` (the stream ends at the tool-approval-request; addToolApprovalResponse, and
+// sendAutomaticallyWhen lastAssistantMessageIsCompleteWithApprovalResponses sends the answer), `native-reload` (the
+// page reloads while the approval waits: a new Chat's resumeStream() shows it again, and approving it goes on).
+//
+// Besides what the SDK ended with, `chunks` lists the types of the chunks each response carried, as the SDK read them.
 
 const [version, hub, token, scenario, conversation] = process.argv.slice(2);
 const ai = await import(version);
 const { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, validateUIMessages } = ai;
+const { lastAssistantMessageIsCompleteWithApprovalResponses } = ai; // ai 6 only
 
 class State {
   constructor() {
@@ -38,41 +45,90 @@ const headers = { authorization: `Bearer ${token}`, "x-supports-elicitation": "t
 const requests = [];
 const errors = [];
 const asked = [];
-const countingFetch = (url, init) => {
+const chunks = [];
+const reading = [];
+const countingFetch = async (url, init) => {
   requests.push(`${init?.method ?? "GET"} ${new URL(url).pathname}`);
-  return fetch(url, init);
+  const response = await fetch(url, init);
+  const types = [];
+  chunks.push(types);
+  reading.push(
+    response
+      .clone()
+      .text()
+      .then((body) => {
+        for (const line of body.split("\n")) {
+          const data = line.trim().replace(/^data: /, "");
+          if (line.startsWith("data: ")) types.push(data === "[DONE]" ? data : JSON.parse(data).type);
+        }
+      })
+      .catch(() => types.push("(aborted)")),
+  );
+  return response;
 };
 
-async function answer(elicitationId, region) {
+async function answer(elicitationId, content) {
   const response = await fetch(`${hub}/run/api/elicitation-responses`, {
     method: "POST",
     headers: { ...headers, "content-type": "application/json" },
-    body: JSON.stringify({ conversationId: conversation, elicitationId, action: "accept", content: { region } }),
+    body: JSON.stringify({ conversationId: conversation, elicitationId, action: "accept", content }),
   });
   if (!response.ok) throw new Error(`answer: ${response.status} ${await response.text()}`);
 }
 
+const RESTART = '/call ops.restart {"service": "orders", "replicas": 2}';
 let onQuestion = async () => {};
-const chat = new Chat({
-  id: conversation,
-  transport: new DefaultChatTransport({ api: `${hub}/run/api/chat`, headers, fetch: countingFetch }),
-  onError: (error) => errors.push(String(error?.message ?? error)),
-  onData: (part) => {
-    if (part.type === "data-elicitation-request") {
-      asked.push(part.data.elicitationId);
-      onQuestion(part.data);
-    }
-  },
-  sendAutomaticallyWhen: scenario === "auto" ? lastAssistantMessageIsCompleteWithToolCalls : undefined,
-});
+let finishes = 0;
+let onFinished = () => {};
+const native = scenario.startsWith("native-");
+const newChat = () =>
+  new Chat({
+    id: conversation,
+    transport: new DefaultChatTransport({ api: `${hub}/run/api/chat`, headers, fetch: countingFetch }),
+    onError: (error) => errors.push(String(error?.message ?? error)),
+    onData: (part) => {
+      if (part.type === "data-elicitation-request") {
+        asked.push(part.data.elicitationId);
+        onQuestion(part.data);
+      }
+    },
+    onFinish: () => {
+      finishes += 1;
+      onFinished();
+    },
+    sendAutomaticallyWhen:
+      scenario === "auto"
+        ? lastAssistantMessageIsCompleteWithToolCalls
+        : native
+          ? lastAssistantMessageIsCompleteWithApprovalResponses
+          : undefined,
+  });
+let chat = newChat();
+const approvals = [];
+
+/** The approval the last message waits on (as the SDK shows it), answered with addToolApprovalResponse; resolves
+ * once the request that sends it automatically has finished. */
+async function respond(approved, reason) {
+  const part = chat.lastMessage.parts.find((p) => p.state === "approval-requested");
+  approvals.push({ toolCallId: part.toolCallId, id: part.approval.id, status: chat.status });
+  const sent = finishes + 1;
+  const finished = new Promise((done) => {
+    onFinished = () => finishes >= sent && done();
+  });
+  await chat.addToolApprovalResponse({ id: part.approval.id, approved, reason });
+  await finished;
+}
 
 async function healthz() {
   return (await fetch(`${hub}/healthz`)).json();
 }
 
 if (scenario === "posted") {
-  onQuestion = (data) => answer(data.elicitationId, "eu-west-1");
+  onQuestion = (data) => answer(data.elicitationId, { region: "eu-west-1" });
   await chat.sendMessage({ text: '/call mrtr.provision {"name": "orders"}' });
+} else if (scenario === "approval") {
+  onQuestion = (data) => answer(data.elicitationId, { approve: true });
+  await chat.sendMessage({ text: RESTART });
 } else if (scenario === "fast") {
   let question;
   onQuestion = async (data) => {
@@ -88,8 +144,20 @@ if (scenario === "posted") {
   await new Promise((done) => setTimeout(done, 300)); // time for an automatic re-send, if the SDK wanted one
 } else if (scenario === "resume") {
   await chat.resumeStream();
+} else if (scenario === "native-approve") {
+  await chat.sendMessage({ text: RESTART });
+  await respond(true);
+} else if (scenario === "native-deny") {
+  await chat.sendMessage({ text: RESTART });
+  await respond(false, "not during the freeze");
+} else if (scenario === "native-reload") {
+  await chat.sendMessage({ text: RESTART });
+  chat = newChat();
+  await chat.resumeStream();
+  await respond(true);
 }
 
+await Promise.all(reading);
 let valid = true;
 try {
   if (chat.messages.length > 0) await validateUIMessages({ messages: chat.messages });
@@ -97,6 +165,10 @@ try {
   valid = false;
   errors.push(`validateUIMessages: ${error.message}`);
 }
+const tools = (message) =>
+  message.parts
+    .filter((p) => p.type === "dynamic-tool" || p.type.startsWith("tool-"))
+    .map(({ toolCallId, state, approval, output, errorText }) => ({ toolCallId, state, approval, output, errorText }));
 const text = (message) =>
   message.parts
     .filter((p) => p.type === "text")
@@ -109,6 +181,16 @@ console.log(
     valid,
     asked,
     requests,
-    messages: chat.messages.map((m) => ({ id: m.id, role: m.role, text: text(m), types: m.parts.map((p) => p.type) })),
+    chunks,
+    approvals,
+    // Whether the SDK would send the last message again on its own (it asks this after every response).
+    resends: native ? lastAssistantMessageIsCompleteWithApprovalResponses({ messages: chat.messages }) : undefined,
+    messages: chat.messages.map((m) => ({
+      id: m.id,
+      role: m.role,
+      text: text(m),
+      types: m.parts.map((p) => p.type),
+      tools: tools(m),
+    })),
   }),
 );

@@ -91,6 +91,9 @@ def hubs(
                     {"id": "legacy", "url": legacy_server.url, "protocol": "legacy"},
                     {"id": "mrtr", "url": mrtr_server.url},
                 ],
+                # Only mrtr.later needs an approval (its requester's), which AI SDK 6 clients answer natively.
+                "approvals": [{"tools": ["mrtr.later"], "approvers": "requester"}],
+                "ui_stream": {"native_approvals": True},
             }
         )
     )
@@ -239,6 +242,38 @@ def test_a_tab_back_on_b_after_the_run_finished_on_a_gets_the_rest_after_its_las
     assert replayed[-1][1]["type"] == "finish"
     with b.client() as other:
         assert other.get(path, headers={"last-event-id": replayed[-1][0]}).status_code == 204
+
+
+def test_a_native_approval_asked_on_a_is_answered_on_b_which_streams_the_rest(
+    hubs: tuple[ServedHub, ServedHub], mrtr_server: McpProcess, shared_store_url: str
+) -> None:
+    a, b = hubs
+    name = f"native-{shared_store_url.split(':')[0]}"
+    called = mrtr_server.url.removesuffix("/mcp") + "/debug/called"
+    text = f'/call mrtr.later {{"name": "{name}"}}'
+    body = {"id": name, "messages": [{"role": "user", "parts": [{"type": "text", "text": text}]}]}
+    with a.client() as client, client.stream("POST", "/run/api/chat", json=body) as response:
+        on_a = list(sse_data(response))  # it ends at the approval request: the call waits for the next request
+    request = next(p for p in on_a if p["type"] == "tool-approval-request")
+    assert on_a[-1]["type"] == "finish" and httpx.get(called).json().get(f"later:{name}") is None
+    tool = {
+        "type": "dynamic-tool",
+        "toolName": "mrtr.later",
+        "toolCallId": request["toolCallId"],
+        "state": "approval-responded",
+        "input": {"name": name},
+        "approval": {"id": request["approvalId"], "approved": True},
+    }
+    body["messages"].append({"id": on_a[0]["messageId"], "role": "assistant", "parts": [tool]})
+    with b.client("bob") as other:
+        assert other.post("/run/api/chat", json={**body, "id": name}).status_code == 404  # not bob's
+    with b.client() as other, other.stream("POST", "/run/api/chat", json=body) as response:
+        assert response.status_code == 200
+        on_b = list(sse_data(response))
+    assert on_b[0] == {"type": "start", "messageId": on_a[0]["messageId"]}
+    output = next(p for p in on_b if p["type"] == "tool-output-available")
+    assert output["toolCallId"] == request["toolCallId"] and output["output"] == "Done after waiting."
+    assert httpx.get(called).json()[f"later:{name}"] == 2  # one call: its first round, and the round after waiting
 
 
 def test_a_message_on_b_supersedes_the_run_waiting_on_a(hubs: tuple[ServedHub, ServedHub]) -> None:

@@ -62,7 +62,11 @@ class UIChatBody(BaseModel):
     id: str = Field(
         min_length=1, description="The conversation: 1-128 characters of A-Z a-z 0-9 . _ ~ -", json_schema_extra=ID
     )
-    messages: list[UIMessage] = Field(min_length=1, description="The last message must be the user's.")
+    messages: list[UIMessage] = Field(
+        min_length=1,
+        description="The last message must be the user's; with `ui_stream.native_approvals`, it may be the assistant"
+        " message whose tool part is `approval-responded` (the answer to that approval).",
+    )
     agent: str | None = Field(None, description="Which agent answers (config agents:); default the first.")
 
 

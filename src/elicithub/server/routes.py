@@ -61,6 +61,10 @@ def hub_routes(hub: Hub) -> APIRouter:
             return Response(status_code=204)
         headers = {**UI_HEADERS, "x-conversation-id": conversation_id}
         writer = UIMessageStreamWriter(followed.run_id)
+        if hub.config.ui_stream.native_approvals:
+            # Read again, a pause on approvals answered since is passed over (what came after it follows).
+            still_open = [e.id for e in await hub.conversations.pending(caller, conversation_id)]
+            writer = UIMessageStreamWriter(followed.run_id, native_approvals=True, still_open=still_open)
         keepalive = hub.config.streams.keepalive_s
         return sse(
             writer, followed.run_id, followed.events, keepalive_s=keepalive, headers=headers, streams=hub.streams

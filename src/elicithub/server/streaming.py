@@ -17,6 +17,8 @@ class Writer(Protocol):
     event_ids: bool
     """Whether events carry `id: RUN:SEQ` (for `Last-Event-ID`). The OpenAI surface's don't: the openai client
     repeats the last id on a keep-alive comment's blank line and then fails to parse an empty event."""
+    ended: bool
+    """Whether the last write ended the stream before its run ends (the run waits for the client's next request)."""
 
     def start(self) -> list[str]: ...
 
@@ -190,7 +192,7 @@ async def _frames(
     try:
         async for seq, event in events:
             lines = writer.write(event)
-            finished = isinstance(event, RunFinished)
+            finished = isinstance(event, RunFinished) or writer.ended
             if lines:
                 yield _data(lines, f"{run_id}:{seq}" if writer.event_ids else None), finished
             if finished:

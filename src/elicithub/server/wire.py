@@ -9,6 +9,7 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, cast
 
 import orjson
@@ -39,6 +40,7 @@ from elicithub.server.limits import read_body, refusal
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.streaming import Writer, sse
 from elicithub.surfaces.openai_sse import OpenAIChunkWriter
+from elicithub.surfaces.ui_approvals import approval_response, check_approval
 from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.ui_stream import UIMessageStreamWriter
 
@@ -151,12 +153,27 @@ class Wire:
         raw = await self._json(request)
         caller = await caller_of(self.hub, request)
         body = UI_CHAT_BODY.validate(_given(raw))
-        last = body.messages[-1]
-        if last.role != "user":
-            raise HTTPException(
-                400, f"messages[{len(body.messages) - 1}].role: the last message must be from the user."
+        last, index = body.messages[-1], len(body.messages) - 1
+        native = self.hub.config.ui_stream.native_approvals
+        approval = approval_response(last, index) if native and last.role == "assistant" else None
+        if approval is not None:
+            caller = replace(caller, groups=await self.hub.groups_of(request, caller.user_id))
+            check_approval(await self.hub.conversations.question(caller, approval.answer.elicitationId))
+            # The continuation goes on with the assistant message the client sent back.
+            writer = partial(
+                UIMessageStreamWriter,
+                last.id,
+                native_approvals=True,
+                continues=approval.tool_call_id,
+                denied=not approval.approved,
             )
-        return await self._chat(caller, body.id, _ui_text(last), UIMessageStreamWriter, UI_HEADERS, agent=body.agent)
+            return await self._chat(
+                caller, body.id, approval.answer, lambda _: writer(), UI_HEADERS, agent=body.agent, continuation=True
+            )
+        if last.role != "user":
+            raise HTTPException(400, f"messages[{index}].role: the last message must be from the user.")
+        make_writer = partial(UIMessageStreamWriter, native_approvals=native)
+        return await self._chat(caller, body.id, _ui_text(last), make_writer, UI_HEADERS, agent=body.agent)
 
     async def _chat(
         self,
@@ -167,23 +184,27 @@ class Wire:
         headers: dict[str, str],
         history: list[Message] | None = None,
         agent: str | None = None,
+        continuation: bool = False,
     ) -> Response:
         """Send a message to `agent` (and stream its run), or take an answer (and stream the continuation).
 
         `make_writer(message_id)` makes the surface's writer; a new run's message is named after the run, so a
-        replay of it names it the same, and a continuation gets a new name (None)."""
+        replay of it names it the same, and a continuation gets a new name (None). `continuation`: the answer's
+        stream carries the continuation even when a reader here follows the run (a client whose message is only
+        complete with it)."""
         hub = self.hub
         keepalive = hub.config.streams.keepalive_s
         conversations = hub.conversations
         if isinstance(message, ElicitationResponse):
-            # The fast path: the answer, then the continuation here, unless a reader here already follows the run.
+            # The fast path: the answer, then the continuation here, unless a reader here already follows the run
+            # (and shows it) and the client needs no continuation of its own.
             answer = Answer(message.action, message.content)
             answered = await conversations.answer(
                 caller, message.elicitationId, answer, conversation_id or message.conversationId, own=True
             )
             headers = {**headers, "x-conversation-id": answered.conversation_id}
             writer = make_writer(None)
-            if answered.followed:
+            if answered.followed and not continuation:
                 resolution = answered.resolution
                 resolved = ElicitationResolved(resolution.elicitation_id, resolution.outcome, resolution.answered_by)
                 return sse(

@@ -28,6 +28,7 @@ def _content(event: Any) -> str:
 
 class OpenAIChunkWriter:
     event_ids = False
+    ended = False
 
     def __init__(self, model: str) -> None:
         self.id = new_id("chatcmpl")
