@@ -43,6 +43,10 @@ SCHEMA: dict[str, Any] = {
     "required": ["region"],
 }
 
+DEADLINE_S = 60
+"""How long a test waits for what it expects before it fails: only a test that would hang reaches it (a busy
+machine can take seconds for what takes milliseconds alone)."""
+
 _runs = itertools.count(1)
 
 

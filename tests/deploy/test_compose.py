@@ -84,7 +84,7 @@ def wait_front_door(stack: Stack) -> None:
             label = f"label=io.podman.compose.project={stack.project}"
             listed = stack.engine.podman("ps", "--all", "--filter", label, "--format", "{{.Names}} {{.Status}}")
             raise AssertionError(f"the front door never passed /readyz through:\n{listed}")
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def wait_healthy(stack: Stack, container: str) -> None:
