@@ -33,8 +33,17 @@ pytest_plugins = ["tests.core_fixtures"]
 # How `./scripts/test` spreads the suite over processes (pytest-xdist): a test file is one unit of work, so that the
 # fixtures a module shares start once; the container tests (tests/deploy) are one unit between them, so that the
 # hub's image is built once and the containers run on one worker while the others run the rest. The longest units
-# go first.
-FIRST = ("tests/deploy/", "tests/web/")
+# go first (longest-first keeps one worker from finishing a long unit alone at the end).
+FIRST = (
+    "tests/deploy/",
+    "tests/server/test_durable.py",
+    "tests/bench/",
+    "tests/triggers/test_mcp_tasks_durable.py",
+    "tests/web/",
+    "tests/testing/test_plugin.py",
+    "tests/server/test_scale_out.py",
+    "tests/demo/test_service.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
