@@ -29,6 +29,44 @@ T = TypeVar("T")
 
 pytest_plugins = ["tests.core_fixtures"]
 
+
+# How `./scripts/test` spreads the suite over processes (pytest-xdist): a test file is one unit of work, so that the
+# fixtures a module shares start once; the container tests (tests/deploy) are one unit between them, so that the
+# hub's image is built once and the containers run on one worker while the others run the rest. The longest units
+# go first (longest-first keeps one worker from finishing a long unit alone at the end).
+FIRST = (
+    "tests/deploy/",
+    "tests/server/test_durable.py",
+    "tests/bench/",
+    "tests/triggers/test_mcp_tasks_durable.py",
+    "tests/web/",
+    "tests/testing/test_plugin.py",
+    "tests/server/test_scale_out.py",
+    "tests/demo/test_service.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, first in enumerate(FIRST) if path.startswith(first)), len(FIRST))
+
+    items.sort(key=rank)  # stable: within a rank, as collected
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown when it is not loaded (-p no:xdist)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/deploy/" if path.startswith("tests/deploy/") else path
+
+    config.option.loadscopereorder = False  # the order above, not the files with the most tests first
+    return ByFile(config, log)
+
+
 SERVERS = Path(__file__).parent / "servers"
 USERS = [{"id": "alice", "token": "alice-secret"}, {"id": "bob", "token": "bob-secret-1"}]
 

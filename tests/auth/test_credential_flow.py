@@ -161,18 +161,19 @@ def test_another_user_opening_the_link_gets_403_and_nothing_is_stored(auth_hub: 
 
 
 def test_tampered_and_expired_links_are_refused(make_hub: HubFactory, tracker: TrackerProcess) -> None:
-    hub = make_hub(mcp_servers=[tracker_entry(tracker)], elicitation={"timeout_s": 1})
+    hub = make_hub(mcp_servers=[tracker_entry(tracker)], elicitation={"timeout_s": 60})
     pages: list[httpx.Response] = []
 
-    def tamper(event: dict[str, Any], _: str) -> None:
+    def tamper(event: dict[str, Any], conversation_id: str) -> None:
         token = parse_qs(urlsplit(event["url"]).query)["t"][0]
         forged = token[:-6] + ("A" if token[-6] != "A" else "B") + token[-5:]
         browser = Browser()
         pages.append(browser.open(f"{hub.url}/auth/connect?t={forged}"))
         pages.append(browser.open(f"{hub.url}/auth/connect?t=not-a-token"))
-        time.sleep(2.2)  # past the link's lifetime (the question's timeout)
+        hub.hub.links.clock = lambda: time.time() + 61  # past the link's lifetime (the question's timeout)
         pages.append(browser.open(event["url"]))
         browser.close()
+        hub.answer("alice", conversation_id, event["elicitationId"], "decline")
 
     converse(hub, CALL, tamper)
     assert [p.status_code for p in pages] == [400, 400, 400]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import anyio
@@ -16,7 +17,7 @@ from elicithub.core.ports import ElicitationStore as Store
 from elicithub.core.schema import FieldError
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.store import MemoryElicitations
-from tests.core_fixtures import BusSink, question, until
+from tests.core_fixtures import DEADLINE_S, BusSink, question, until
 
 EU = Answer("accept", {"region": "eu"})
 
@@ -29,18 +30,31 @@ async def broker(store: Store) -> AsyncIterator[Broker]:
     await started.close()
 
 
-async def start(broker: Broker, elicitation: Elicitation) -> asyncio.Task[Resolution]:
-    """Start a waiting request in its own task and return once it has been published."""
+@asynccontextmanager
+async def asked(
+    broker: Broker, elicitation: Elicitation
+) -> AsyncIterator[tuple[asyncio.Task[Resolution], asyncio.Queue[StreamEvent]]]:
+    """A request waiting in a task of its own, once shown on its run's stream; the queue gets the stream's later
+    events for the block."""
     async with broker.events.bus.subscribe(elicitation.run_id) as queue:
         task = asyncio.create_task(broker.request(elicitation))
-        with anyio.fail_after(5):
-            event = await queue.get()
-    assert event == ElicitationRequested(elicitation)
-    return task
+        assert await next_event(queue) == ElicitationRequested(elicitation)
+        yield task, queue
+
+
+async def start(broker: Broker, elicitation: Elicitation) -> asyncio.Task[Resolution]:
+    """A request waiting in a task of its own, once shown on its run's stream."""
+    async with asked(broker, elicitation) as (task, _):
+        return task
+
+
+async def next_event(queue: asyncio.Queue[StreamEvent]) -> StreamEvent:
+    with anyio.fail_after(DEADLINE_S):
+        return await queue.get()
 
 
 async def finish(task: asyncio.Task[Resolution]) -> Resolution:
-    with anyio.fail_after(5):
+    with anyio.fail_after(DEADLINE_S):
         return await task
 
 
@@ -60,10 +74,7 @@ async def state_of(store: Store, elicitation_id: str) -> State:
 @pytest.mark.anyio
 async def test_request_publishes_on_its_stream_and_returns_the_answer(broker: Broker) -> None:
     e = question()
-    async with broker.events.bus.subscribe(e.run_id) as mine, broker.events.bus.subscribe("other") as other:
-        task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            assert await mine.get() == ElicitationRequested(e)
+    async with broker.events.bus.subscribe("other") as other, asked(broker, e) as (task, mine):
         assert broker.pending_here() == 1
         assert not task.done()
 
@@ -140,10 +151,7 @@ async def test_respond_to_what_is_not_yours_is_not_found(
 @pytest.mark.anyio
 async def test_invalid_content_keeps_it_pending_then_a_valid_answer_works(broker: Broker) -> None:
     e = question()
-    async with broker.events.bus.subscribe(e.run_id) as queue:
-        task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            await queue.get()
+    async with asked(broker, e) as (task, queue):
         with pytest.raises(InvalidContent) as excinfo:
             await broker.respond(e.id, Answer("accept", {"region": "mars", "replicas": 0}), "alice")
         assert excinfo.value.code == "invalid_content"
@@ -164,10 +172,7 @@ async def test_invalid_content_keeps_it_pending_then_a_valid_answer_works(broker
 @pytest.mark.anyio
 async def test_same_answer_again_returns_the_same_outcome(broker: Broker) -> None:
     e = question()
-    async with broker.events.bus.subscribe(e.run_id) as queue:
-        task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            await queue.get()
+    async with asked(broker, e) as (task, queue):
         first = await broker.respond(e.id, Answer("accept", {"region": "eu"}), "alice")
         again = await broker.respond(e.id, Answer("accept", {"region": "eu"}), "alice", "conv_1")
         assert first == again == Resolution(e.id, "accepted", {"region": "eu"})
@@ -194,7 +199,7 @@ async def test_second_conflicting_answer_is_already_resolved(broker: Broker, sec
 async def test_unanswered_request_expires_at_its_timeout(broker: Broker) -> None:
     e = question(timeout_s=0.2)
     async with broker.events.bus.subscribe(e.run_id) as queue:
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             resolution = await broker.request(e)
         assert resolution == Resolution(e.id, "expired", None)
         assert drain(queue) == [ElicitationRequested(e), ElicitationResolved(e.id, "expired")]
@@ -205,7 +210,7 @@ async def test_unanswered_request_expires_at_its_timeout(broker: Broker) -> None
 @pytest.mark.anyio
 async def test_respond_after_expiry_is_expired(broker: Broker) -> None:
     e = question(timeout_s=0.1)
-    with anyio.fail_after(5):
+    with anyio.fail_after(DEADLINE_S):
         assert (await broker.request(e)).outcome == "expired"
     for answer in (EU, Answer("decline"), Answer("cancel")):
         with pytest.raises(Expired) as excinfo:
@@ -228,10 +233,7 @@ async def test_respond_past_deadline_without_waiter_expires_it(broker: Broker) -
 @pytest.mark.anyio
 async def test_cancelling_the_waiting_task_cancels_the_elicitation(broker: Broker) -> None:
     e = question()
-    async with broker.events.bus.subscribe(e.run_id) as queue:
-        task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            await queue.get()
+    async with asked(broker, e) as (task, queue):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -253,8 +255,7 @@ async def test_cancelling_through_an_anyio_cancel_scope_cancels_the_elicitation(
     async with broker.events.bus.subscribe(e.run_id) as queue:
         async with anyio.create_task_group() as group:
             group.start_soon(broker.request, e)
-            with anyio.fail_after(5):
-                await queue.get()
+            await next_event(queue)
             group.cancel_scope.cancel()
         assert await state_of(broker.store, e.id) is State.CANCELLED
         assert drain(queue) == [ElicitationResolved(e.id, "cancelled")]
@@ -365,7 +366,7 @@ async def test_questions_opened_together_end_each_on_its_own(broker: Broker) -> 
         assert [await queue.get(), await queue.get()] == [ElicitationRequested(first), ElicitationRequested(second)]
         task = asyncio.create_task(broker.wait_all([first.id, second.id]))
         await broker.respond(first.id, EU, "alice")
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             results = await task
     assert results == [Resolution(first.id, "accepted", {"region": "eu"}), Resolution(second.id, "expired", None)]
 
@@ -394,10 +395,7 @@ async def test_questions_show_only_once_the_write_along_with_them_is_stored(brok
 @pytest.mark.anyio
 async def test_fifty_concurrent_different_answers_exactly_one_wins(broker: Broker) -> None:
     e = question()
-    async with broker.events.bus.subscribe(e.run_id) as queue:
-        task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            await queue.get()
+    async with asked(broker, e) as (task, queue):
         answers = [Answer("accept", {"region": "eu", "replicas": n}) for n in range(1, 51)]
         with anyio.fail_after(10):
             results = await asyncio.gather(
@@ -431,10 +429,7 @@ async def test_fifty_concurrent_identical_answers_all_succeed(broker: Broker) ->
 @pytest.mark.parametrize("offset_ms", [-4, -2, -1, 0, 1, 2, 4])
 async def test_respond_racing_expiry_at_the_deadline_ends_in_exactly_one_state(broker: Broker, offset_ms: int) -> None:
     e = question(timeout_s=0.05)
-    async with broker.events.bus.subscribe(e.run_id) as queue:
-        task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            await queue.get()
+    async with asked(broker, e) as (task, queue):
         delay = (e.expires_at - utcnow()).total_seconds() + offset_ms / 1000
         await asyncio.sleep(max(delay, 0))
         answered, swept = await asyncio.gather(
@@ -506,10 +501,7 @@ async def joined(broker: Broker, elicitation_id: str, waiters: int) -> None:
 @pytest.mark.anyio
 async def test_every_waiter_of_one_question_wakes_once_with_the_same_resolution(broker: Broker) -> None:
     e = question()
-    async with broker.events.bus.subscribe(e.run_id) as queue:
-        run = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
-            assert await queue.get() == ElicitationRequested(e)
+    async with asked(broker, e) as (run, queue):
         relays = [asyncio.create_task(broker.wait(e.id)) for _ in range(2)]
         await joined(broker, e.id, 3)
 

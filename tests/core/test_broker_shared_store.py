@@ -24,7 +24,7 @@ from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.store import PostgresElicitations, RedisElicitations
 from tests.core.test_broker import EU, drain, finish, state_of
-from tests.core_fixtures import BusSink, PostgresServer, RedisServer, question, until
+from tests.core_fixtures import DEADLINE_S, BusSink, PostgresServer, RedisServer, question, until
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +62,7 @@ async def wait_here(pair: Pair, **overrides: Any) -> Waiting:
     e = question(**overrides)
     queue = await pair.subscriptions.enter_async_context(pair.here.events.bus.subscribe(e.run_id))
     task = asyncio.create_task(pair.here.request(e))
-    with anyio.fail_after(5):
+    with anyio.fail_after(DEADLINE_S):
         assert await queue.get() == ElicitationRequested(e)
     return task, queue, e.id
 
@@ -111,7 +111,7 @@ async def test_a_question_opened_here_and_answered_there_before_anyone_waits_sti
         assert await pair.there.respond(e.id, EU, "alice") == Resolution(e.id, "accepted", EU.content)
         if heard_first:  # the notice lets go of what was kept of it as opened here: nothing stays once it ended
             await until(lambda eid=e.id: eid not in pair.here._opened)
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await pair.here.wait(e.id, e) == Resolution(e.id, "accepted", EU.content)
         # Announced where it was answered; here too (once) if the wait here learnt of it from a notice.
         assert drain(queue) in (

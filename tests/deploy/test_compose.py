@@ -68,7 +68,22 @@ def stack(
         wait_front_door(running)
         yield running
     finally:
-        engine.run([*compose, "down", "--volumes", "--timeout", "0"], env=env, check=False, timeout=DEADLINE_S)
+        take_down(engine, name)
+
+
+def take_down(engine: Engine, project: str) -> None:
+    """What `podman-compose down --volumes` removes, in a few podman calls (it removes each container in turn, which
+    takes most of a minute on a busy machine)."""
+    label = f"label=io.podman.compose.project={project}"
+    containers = engine.podman("ps", "--all", "--quiet", "--filter", label).split()
+    if containers:
+        engine.podman("rm", "--force", "--time", "0", *containers, check=False)
+    volumes = engine.podman("volume", "ls", "--quiet", "--filter", label).split()
+    if volumes:
+        engine.podman("volume", "rm", "--force", *volumes, check=False)
+    networks = engine.podman("network", "ls", "--quiet", "--filter", label).split()
+    if networks:
+        engine.podman("network", "rm", "--force", *networks, check=False)
 
 
 def wait_front_door(stack: Stack) -> None:
@@ -84,7 +99,7 @@ def wait_front_door(stack: Stack) -> None:
             label = f"label=io.podman.compose.project={stack.project}"
             listed = stack.engine.podman("ps", "--all", "--filter", label, "--format", "{{.Names}} {{.Status}}")
             raise AssertionError(f"the front door never passed /readyz through:\n{listed}")
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def wait_healthy(stack: Stack, container: str) -> None:

@@ -230,7 +230,7 @@ def test_the_openai_client_reads_keep_alives_while_a_question_waits(make_hub: Hu
         if isinstance(item, str):
             texts.append(item)
         elif item["type"] == "elicitation-request":
-            time.sleep(0.5)  # several keep-alive comments go by before the answer
+            time.sleep(0.3)  # three keep-alive intervals go by before the answer
             answered = hub.answer(
                 "alice", conversation(stream), item["elicitationId"], "accept", {"region": "eu-west-1"}
             )

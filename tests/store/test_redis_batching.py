@@ -82,3 +82,64 @@ async def test_a_lost_connection_is_made_again_for_the_next_batch(client: aredis
     async with aredis.Redis.from_url(redis_url) as other:
         await other.client_kill_filter(_type="normal", skipme=True)
     assert await client.get("k") == "1"
+
+
+async def blocked(other: aredis.Redis, clients: int) -> None:
+    """Until `clients` connections are blocked in Redis (a BLPOP waiting): the batch holding it is on the server."""
+    while int((await other.info("clients"))["blocked_clients"]) < clients:  # noqa: ASYNC110 - Redis has no event for it
+        await asyncio.sleep(0.005)
+
+
+def whole_number(score: object) -> int:
+    value = float(str(score))
+    if not value.is_integer():
+        raise ValueError(f"{score!r} is not a whole number")
+    return int(value)
+
+
+async def test_a_reply_its_caller_cannot_parse_fails_that_command_alone_and_the_connection_stays_in_step(
+    client: aredis.Redis,
+) -> None:
+    await client.set("text", "x")
+    await client.zadd("scores", {"half": 1.5})
+    # A reply the caller's parsing refuses (a score that is not a whole number), in a batch with a reply that comes
+    # late.
+    replies = await asyncio.gather(
+        client.zrange("scores", 0, -1, withscores=True, score_cast_func=whole_number),
+        client.blpop(["empty"], timeout=0.3),
+        return_exceptions=True,
+    )
+    assert isinstance(replies[0], ValueError)
+    assert replies[1] is None
+    # The next batch on the same connection reads its own reply, not the one left unread.
+    assert await client.get("text") == "x"
+
+
+async def test_a_reply_that_cannot_be_decoded_fails_its_command_and_the_rest_of_the_batch_as_lost(
+    client: aredis.Redis,
+    redis_url: str,
+) -> None:
+    async with aredis.Redis.from_url(redis_url) as raw:
+        await raw.set("binary", b"\xff\xfe")
+    await client.set("text", "x")
+    replies = await asyncio.gather(client.get("binary"), client.incr("counter"), return_exceptions=True)
+    assert isinstance(replies[0], UnicodeDecodeError)
+    # The connection went with the undecodable reply: the INCR ran, but its reply is lost, which is what it is
+    # told, not the other command's error.
+    assert isinstance(replies[1], aredis.ConnectionError)
+    assert await client.get("counter") == "1"
+    assert await client.get("text") == "x"
+
+
+async def test_a_batch_whose_connection_dies_on_the_way_is_not_sent_again(
+    client: aredis.Redis,
+    redis_url: str,
+) -> None:
+    async with aredis.Redis.from_url(redis_url) as other:
+        batch = asyncio.gather(client.incr("counter"), client.blpop(["empty"], timeout=2), return_exceptions=True)
+        await blocked(other, 1)  # the INCR has run, the BLPOP waits
+        await other.client_kill_filter(_type="normal", skipme=True)
+        replies = await batch
+    assert replies[0] == 1
+    assert isinstance(replies[1], aredis.ConnectionError)
+    assert await client.get("counter") == "1"  # the INCR ran once

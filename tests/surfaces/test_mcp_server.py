@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -162,7 +163,7 @@ def test_a_retry_with_some_answers_keeps_the_rest_open_in_a_new_round(hub: Runni
 
 
 def test_another_users_tampered_or_expired_state_is_refused_and_changes_nothing(make_hub: Any) -> None:
-    hub = make_hub(elicitation={"timeout_s": 3})
+    hub = make_hub()
 
     async def go() -> None:
         arguments = {"message": '/call mrtr.provision {"name": "never"}'}
@@ -182,8 +183,9 @@ def test_another_users_tampered_or_expired_state_is_refused_and_changes_nothing(
                 await retry(alice, {"message": LEGACY}, first.request_state, answer)
             with hub.client() as chat:  # none of that answered anything
                 assert chat.get("/healthz").json()["pendingElicitations"] == 1
-            await asyncio.sleep(3.5)
-            with pytest.raises(MCPError):
+            later = time.time() + hub.config.elicitation.timeout_s + 1  # past the question's deadline
+            hub.hub.mcp.tickets.clock = lambda: later
+            with pytest.raises(MCPError, match="expired"):
                 await retry(alice, arguments, first.request_state, answer)
 
     asyncio.run(go())

@@ -26,6 +26,7 @@ from elicithub.triggers.http import CallAuth
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers, sessions
 from elicithub.triggers.mcp.transport import CONNECTION_FAILED, OneRequestFails
 from tests.conftest import ServedInThread, free_port, served
+from tests.core_fixtures import until
 from tests.servers import standalone_server
 
 pytestmark = pytest.mark.anyio
@@ -57,6 +58,8 @@ class Seen:
     """What reached the server: each JSON-RPC request's method, session id and Authorization header."""
 
     requests: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    ended: list[str | None] = field(default_factory=list)
+    """The session ids of the DELETE requests that ended a session, in order."""
 
     def methods(self) -> list[str]:
         return [m for m, _, _ in self.requests]
@@ -70,6 +73,9 @@ class Recording:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
+            if scope["type"] == "http" and scope["method"] == "DELETE":
+                headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+                self.seen.ended.append(headers.get("mcp-session-id"))
             await self.app(scope, receive, send)
             return
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
@@ -334,7 +340,7 @@ async def test_a_session_nobody_uses_closes_and_the_next_call_opens_another(
     await trigger.call("echo", {"text": "x"}, context("alice", "r"))
     await trigger.call("echo", {"text": "y"}, context("alice", "r"))  # in use within the idle time: kept
     assert downstream.seen.methods().count("initialize") == 1
-    await asyncio.sleep(0.6)
+    await until(lambda: len(downstream.seen.ended) == 1)  # closed once idle: the hub ends it at the server
     assert (await trigger.call("echo", {"text": "z"}, context("alice", "r"))).text == "echo: z"
     assert downstream.seen.methods().count("initialize") == 2
 

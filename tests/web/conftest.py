@@ -30,9 +30,11 @@ def session_cookie(running: RunningHub, user: str) -> str:
     return running.hub.identity.session_token(user)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     # The browser tests are part of the suite: a machine without chromium fails them rather than skipping them.
+    # One per module, not per session: while Playwright runs, its event loop counts as running in this thread, so a
+    # later test of another module that runs a loop of its own (asyncio.run, the anyio plugin) would fail.
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing; install Debian's chromium (scripts/test does) to run the browser tests")
     with sync_playwright() as playwright:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -55,8 +56,10 @@ def digest(arguments: dict[str, Any]) -> str:
 class Tickets:
     """One-time tickets in the store: issued with a round, taken once by the retry that answers it."""
 
-    def __init__(self, store: KeyValueStore) -> None:
+    def __init__(self, store: KeyValueStore, clock: Callable[[], float] = time.time) -> None:
         self.once = OnceTickets(store, "mcp-round")
+        self.clock = clock
+        """The time (seconds since the epoch) a retry's state is checked against; a test may move it on."""
 
     async def issue(self, ttl_s: float) -> str:
         return await self.once.issue(ttl_s)
@@ -67,7 +70,7 @@ class Tickets:
             raise StateRefused("This requestState belongs to another user.")
         if state.arguments != digest(arguments):
             raise StateRefused("This requestState was issued for a call with other arguments.")
-        if state.expires_at <= time.time():
+        if state.expires_at <= self.clock():
             raise StateRefused("This requestState has expired; call the tool again without it.")
         if not await self.once.take(state.ticket):
             raise StateRefused("This requestState was already used; a retry is accepted once.")

@@ -85,7 +85,10 @@ class Batching(redis.Redis):
                 item.reply.set_result(value)
 
     async def _exchange(self, connection: Connection, batch: list[_Item]) -> list[Any]:
-        """Write the whole batch, then read every reply (errors included, so the connection stays in step)."""
+        """Write the whole batch, then read every reply, so that the connection goes back to the pool in step. Each
+        command gets its own reply or error. If the connection fails before the first reply, the batch is written
+        again (as redis-py sends a command again: the server may have closed the connection while it was idle in the
+        pool); once a reply came, never (Redis has run that much of it): the commands not answered get the error."""
         wire: list[tuple[Any, ...]] = []
         for item in batch:
             commands = [args for args, _ in item.stack]
@@ -99,8 +102,20 @@ class Batching(redis.Redis):
                 else:
                     (args, options) = item.stack[0]
                     replies.append(await self.parse_response(connection, args[0], **dict(options)))
-            except ResponseError as error:
+            except (redis.ConnectionError, redis.TimeoutError) as error:
+                # The connection was lost or went silent (read_response dropped it).
+                if not replies:
+                    raise
+                replies.extend([error] * (len(batch) - len(replies)))
+                break
+            except Exception as error:  # a Redis error reply, or one its caller's parsing refused
                 replies.append(error)
+                if not connection.is_connected:
+                    # The reply could not be read whole (e.g. not decodable), so redis-py dropped the connection
+                    # and the rest of the batch's replies with it: those commands may have run.
+                    lost = redis.ConnectionError(f"the reply was lost with the connection: {error!r}")
+                    replies.extend([lost] * (len(batch) - len(replies)))
+                    break
         return replies
 
     async def _transaction_reply(self, connection: Connection, stack: Stack) -> list[Any]:
