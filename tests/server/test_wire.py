@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import HubFactory, RunningHub, eventually, sse_data
-from tests.server.test_chat_ui_stream import ask, text_part, ui_body
+from tests.server.test_chat_ui_stream import UIStream, ask, text_part, ui_body
 
 PATHS = ["/run/api/chat", "/run/v1/chat/completions", "/run/api/elicitation-responses"]
 JSON = {"content-type": "application/json"}
@@ -102,3 +102,30 @@ def test_a_stream_client_sees_the_headers_before_any_event(hub: RunningHub) -> N
         assert response.headers["cache-control"] == "no-store"
         assert response.headers["x-conversation-id"] == "conv-heads"
         assert list(sse_data(response))[-1]["type"] == "finish"
+
+
+def test_an_answer_repeated_after_its_run_finished_streams_that_continuation_again_and_ends(
+    make_hub: HubFactory,
+) -> None:
+    # Keep-alives far apart: a stream that waits on nothing ends in the client's read timeout, not in comments.
+    hub = make_hub(streams={"keepalive_s": 600})
+    stream = UIStream(hub.client(), ui_body("conv-again", text_part('/call mrtr.provision {"name": "again"}')))
+    request = stream.until("data-elicitation-request")[-1]
+    stream.close()
+    answer = {
+        "type": "elicitation-response",
+        "elicitationId": request["id"],
+        "action": "accept",
+        "content": {"region": "eu-west-1"},
+    }
+    with hub.client() as client:
+        replies = []
+        for _ in range(2):  # the second comes once the run has finished (the first stream read to its end)
+            with client.stream("POST", "/run/api/chat", json=ui_body("conv-again", answer)) as response:
+                assert response.status_code == 200
+                replies.append(list(sse_data(response)))
+    first, again = replies
+    assert first[-1]["type"] == again[-1]["type"] == "finish"
+    for reply in (first, again):
+        assert "Provisioned again in eu-west-1." in json.dumps(reply)
+    assert hub.downstream_calls("provision", "again") == 2  # the round that asked and its retry: none more

@@ -170,6 +170,11 @@ class Conversations:
             self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation, groups=groups), read
         )
         followed = self._readers[elicitation.run_id] > 0
+        if run is not None and run.status == "finished":
+            # An answer repeated after its run ended: the run's continuation from that answer on, as it streamed
+            # then (or, when the log no longer keeps it, the answer's end alone).
+            again = await self.stream.before_end(key, elicitation.run_id, elicitation.id)
+            after, followed = (again, False) if again is not None else (after, True)
         call = None
         if run is not None and run.call_index < len(run.tool_calls):
             call = run.tool_calls[run.call_index]

@@ -45,6 +45,19 @@ class RunStream:
             after = found[-1][0]
         return False
 
+    async def before_end(self, key: str, run_id: str, elicitation_id: str) -> int | None:
+        """The position just before `run_id`'s announcement that `elicitation_id` ended, for a reader to follow the
+        run from there again (an answer repeated after its run finished); None when the log no longer keeps it."""
+        after = 0
+        while found := await self.log.read(key, after):
+            for seq, data in found:
+                if data.get("run") == run_id:
+                    event = event_of(data)
+                    if isinstance(event, ElicitationResolved) and event.elicitation_id == elicitation_id:
+                        return seq - 1
+            after = found[-1][0]
+        return None
+
     async def follow(self, key: str, run_id: str, after: int) -> AsyncIterator[tuple[int, StreamEvent]]:
         """The run's events after position `after`, as they come, up to and including its RunFinished.
 
