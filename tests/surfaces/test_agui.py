@@ -33,7 +33,8 @@ BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"}
 
 @pytest.fixture
 def demo_hub(make_hub: HubFactory) -> RunningHub:
-    return make_hub(demo={"enabled": True})
+    """The demo, whose rollback policy has its dev user (here alice) approve their own calls."""
+    return make_hub(demo={"enabled": True, "dev_user": "alice"})
 
 
 def started_call(events: list[Any]) -> ToolCallStartEvent:
@@ -69,14 +70,6 @@ FORMS = [
         "Deployed orders to eu-west-1 with 2 replicas.",
         ("mcp_elicitation", "deploy.deploy_service"),
         id="mcp-2026-07-28-form",
-    ),
-    pytest.param(
-        '/call release.rollback {"service": "orders"}',
-        "input_required",
-        {"confirm": True, "reason": "bad build"},
-        "Rolled orders back to the previous release. Reason: bad build",
-        ("mcp_elicitation", "release.rollback"),
-        id="mcp-legacy-form",
     ),
     pytest.param(
         '/call deploy.migrate {"database": "orders-db"}',
@@ -133,6 +126,49 @@ def test_a_demo_question_ends_the_run_as_an_interrupt_and_its_resume_streams_the
     done = result_of(rest)
     assert done.tool_call_id == call.tool_call_id and done.content == result
     assert text(rest) == result and succeeded(rest)
+
+
+ROLLBACK = '/call release.rollback {"service": "orders"}'
+
+
+def test_the_demo_rollback_is_a_tool_call_interrupt_for_its_approval_then_an_input_required_one_for_its_form(
+    demo_hub: RunningHub,
+) -> None:
+    first = run(demo_hub, run_input("agui-rollback", ROLLBACK))
+
+    call = started_call(first)
+    [approval] = interrupts(first)
+    assert approval.reason == "tool_call" and approval.tool_call_id == call.tool_call_id
+    assert approval.message == "alice asks to call release.rollback. Approve this call?"
+    assert approval.response_schema is not None and approval.response_schema["properties"]["approved"] == {
+        "type": "boolean"
+    }
+    assert approval.metadata is not None and approval.metadata["context"]["trigger"] == "approval"
+
+    second = run(demo_hub, run_input("agui-rollback", resume=[resolved(approval.id, {"approved": True})]))
+
+    [form] = interrupts(second)  # approved: the tool is called, and the release server asks its own question
+    assert form.reason == "input_required" and form.tool_call_id == call.tool_call_id
+    assert form.metadata is not None and form.metadata["context"]["trigger"] == "mcp_elicitation"
+    assert "TOOL_CALL_START" not in kinds(second)
+
+    rest = run(demo_hub, run_input("agui-rollback", resume=[resolved(form.id, {"confirm": True, "reason": "bad"})]))
+
+    assert result_of(rest).tool_call_id == call.tool_call_id
+    assert result_of(rest).content == "Rolled orders back to the previous release. Reason: bad"
+    assert demo_hub.run_ended(approval.id)[0].answered_by == "alice"
+
+
+def test_a_denied_approval_refuses_the_call_with_its_reason(demo_hub: RunningHub) -> None:
+    [approval] = interrupts(run(demo_hub, run_input("agui-deny", ROLLBACK)))
+
+    denied = resolved(approval.id, {"approved": False, "reason": "not during the sale"})
+    rest = run(demo_hub, run_input("agui-deny", resume=[denied]))
+
+    assert result_of(rest).content == (
+        "Call of release.rollback was not approved: denied by alice: not during the sale"
+    )
+    assert succeeded(rest)
 
 
 def test_the_deploy_form_is_its_schema_and_declining_it_deploys_nothing(demo_hub: RunningHub) -> None:

@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def demo_hub(make_hub: HubFactory) -> RunningHub:
-    return make_hub(demo={"enabled": True})
+    """The demo, whose rollback policy has its dev user (here alice) approve their own calls."""
+    return make_hub(demo={"enabled": True, "dev_user": "alice"})
 
 
 def sign_in(interrupt: dict[str, Any]) -> None:
@@ -73,13 +74,6 @@ CASES = [
         id="mcp-2026-07-28-form",
     ),
     pytest.param(
-        '/call release.rollback {"service": "orders"}',
-        {"confirm": True},
-        "input_required",
-        "Rolled orders back to the previous release.",
-        id="mcp-legacy-form",
-    ),
-    pytest.param(
         '/call deploy.migrate {"database": "orders-db"}',
         {"apply": True},
         "input_required",
@@ -116,6 +110,19 @@ def test_the_ag_ui_client_sees_each_demo_question_as_an_interrupt_and_resumes_it
     assert tool["role"] == "tool" and tool["toolCallId"] == asked["toolCallId"] and tool["content"].startswith(result)
     assert answer["role"] == "assistant" and answer["content"].startswith(result)
     assert ended["events"].count("TOOL_CALL_START") == 1  # the resumed run adds the result to the original call
+
+
+def test_the_ag_ui_client_approves_the_demo_rollback_then_answers_its_form(demo_hub: RunningHub) -> None:
+    rollback = '/call release.rollback {"service": "orders"}'
+    seen, ended = drive(demo_hub, f"agui-client-{uuid.uuid4()}", rollback, [{"approved": True}, {"confirm": True}])
+
+    assert ended["errors"] == [] and ended["warnings"] == []
+    [[approval], [form]] = [said["interrupts"] for said in seen]
+    assert approval["reason"] == "tool_call" and form["reason"] == "input_required"
+    assert approval["toolCallId"] == form["toolCallId"]
+    assert ended["outcomes"] == ["interrupt", "interrupt", "success"] and ended["pending"] == []
+    assert ended["messages"][-1]["content"].startswith("Rolled orders back to the previous release.")
+    assert ended["events"].count("TOOL_CALL_START") == 1
 
 
 def test_the_ag_ui_client_reads_a_refused_resume_as_a_run_error_and_keeps_the_interrupt_open(hub: RunningHub) -> None:
