@@ -157,8 +157,8 @@ class KeyValueStore(Protocol):
     before they get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks
     (`mcp-task:`, and each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool
     listings (`tools:`), the groups of people signed in to the widget (`signed-in-groups:`), approvals whose end is
-    not yet recorded (`approval-open:`), their timers (`approval-timer:`, and the list `approval-timers`) and the
-    audit log (the list `audit`).
+    not yet recorded (`approval-open:`, and the list `approvals-open`), their timers (`approval-timer:`, and the list
+    `approval-timers`), the approval each call got (`approval-given:`) and the audit log (the list `audit`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
