@@ -281,6 +281,5 @@ def test_a_new_conversation_offers_the_demo_calls_as_buttons_that_send_them(
     offered = page.get_by_role("group", name="Try")
     offered.get_by_role("button", name="Roll back a release").click()
     expect(page.locator(".message.user .text")).to_have_text(ROLLBACK)
-    expect(page.locator(".prompt", has_text="Roll orders back to the previous release?")).to_have_attribute(
-        "data-state", "pending"
-    )
+    approval = page.locator(".prompt", has_text="dev asks to call release.rollback. Approve this call?")
+    expect(approval).to_have_attribute("data-state", "pending")  # the demo's policy asks its approval first

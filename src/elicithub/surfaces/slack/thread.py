@@ -110,8 +110,8 @@ class ThreadWriter:
                 if reply is not None and isinstance(event, ElicitationRequested | RunPaused | RunFinished):
                     await reply.flush()
                     reply = None  # text after a question goes below it, in a new message
-                if isinstance(event, ElicitationRequested) and event.elicitation.asks_requester:
-                    # (An approval that others give is not the requester's to answer: no buttons for it here.)
+                if isinstance(event, ElicitationRequested):
+                    # An approval that others give shows as a wait, without buttons (`Questions.post`).
                     await self.questions.post(event.elicitation, thread)
                 elif isinstance(event, ElicitationResolved):
                     await self.questions.finish(event.elicitation_id, event.outcome)
