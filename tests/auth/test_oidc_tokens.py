@@ -18,7 +18,7 @@ from elicithub.client import HubClient, Text
 from tests.auth.oidc_provider import OidcProvider, forged_hs256
 from tests.conftest import HubFactory, RunningHub, sse_data
 from tests.server.test_chat_ui_stream import text_part, ui_body
-from tests.surfaces.test_mcp_server import text
+from tests.surfaces.mcp.test_server import text
 
 A2A = {"A2A-Version": "1.0"}
 

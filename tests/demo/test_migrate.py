@@ -12,8 +12,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from elicithub.demo.launcher import Demo
-from elicithub.task_wire import TaskHandle, TaskParams, UpdateParams
-from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TasksExtension, UpdateTask
+from elicithub.protocol.mcp_task_requests import Anything, CancelTask, GetTask, TasksExtension, UpdateTask
+from elicithub.protocol.mcp_tasks import TaskHandle, TaskParams, UpdateParams
 
 pytestmark = pytest.mark.anyio
 

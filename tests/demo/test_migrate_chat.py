@@ -11,8 +11,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from elicithub.demo.migrate import PENDING
-from elicithub.task_wire import TaskParams
-from elicithub.triggers.mcp.task_wire import Anything, GetTask, TasksExtension
+from elicithub.protocol.mcp_task_requests import Anything, GetTask, TasksExtension
+from elicithub.protocol.mcp_tasks import TaskParams
 from tests.conftest import HubFactory, RunningHub
 from tests.server.test_chat_openai import run_answering
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body

@@ -1,4 +1,5 @@
-"""The bodies the chat and answer endpoints take: validated by `server/wire.py`, documented by `server/openapi.py`."""
+"""The bodies the chat and answer endpoints take: validated by `server/chat_routes.py`, documented by
+`server/openapi.py`."""
 
 from __future__ import annotations
 

@@ -21,9 +21,7 @@ from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.oidc import OidcVerifier
-from elicithub.auth.pages import SignInPages
 from elicithub.auth.sessions import ProviderSessions, widget_client
-from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
 from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.config_approvals import ApprovalPolicy
@@ -55,15 +53,17 @@ from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
-from elicithub.surfaces.a2a_server import A2aSurface
-from elicithub.surfaces.a2a_tasks import HubTaskStore
-from elicithub.surfaces.admin import AdminPages
-from elicithub.surfaces.agui import AguiSurface
+from elicithub.surfaces.a2a.server import A2aSurface
+from elicithub.surfaces.a2a.tasks import HubTaskStore
 from elicithub.surfaces.audit import AuditPages
-from elicithub.surfaces.inbox import InboxPages
-from elicithub.surfaces.mcp_server import McpSurface
-from elicithub.surfaces.mcp_state import Tickets
-from elicithub.surfaces.mcp_task_records import TaskRecords
+from elicithub.surfaces.chat.agui import AguiSurface
+from elicithub.surfaces.mcp.server import McpSurface
+from elicithub.surfaces.mcp.state import Tickets
+from elicithub.surfaces.mcp.task_records import TaskRecords
+from elicithub.surfaces.pages.admin import AdminPages
+from elicithub.surfaces.pages.connect import SignInPages
+from elicithub.surfaces.pages.inbox import InboxPages
+from elicithub.surfaces.pages.sign_in import ProviderSignIn
 from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.approval_ends import ApprovalEnds

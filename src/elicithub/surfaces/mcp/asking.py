@@ -13,9 +13,9 @@ from mcp.shared.message import ServerMessageMetadata
 
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent
+from elicithub.protocol.mcp_tasks import RELATED_TASK
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.pauses import Ended
-from elicithub.task_wire import RELATED_TASK
 
 
 def modes_of(capabilities: mt.ClientCapabilities | None) -> set[str]:

@@ -25,7 +25,7 @@ from elicithub.demo.deploy import DEPLOY_FORM
 from elicithub.runtime.conversations import Caller
 from tests.auth.conftest import Browser
 from tests.conftest import HubFactory, RunningHub, eventually
-from tests.surfaces.agui_stream import cancelled, interrupts, kinds, resolved, run, run_input, text
+from tests.surfaces.chat.agui_stream import cancelled, interrupts, kinds, resolved, run, run_input, text
 
 DEPLOY = '/call deploy.deploy_service {"service": "orders"}'
 BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})

@@ -16,14 +16,14 @@ from mcp.shared.exceptions import MCPError
 
 from elicithub.core.elicitation import State
 from elicithub.core.events import RunFinished, ToolCallFinished
-from elicithub.surfaces import mcp_tasks
-from elicithub.task_wire import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
-from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
+from elicithub.protocol.mcp_task_requests import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
+from elicithub.protocol.mcp_tasks import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
+from elicithub.surfaces.mcp import tasks as surface_tasks
 from elicithub.triggers.mcp.tasks import start_core_task
 from tests.auth.test_mcp_surface_sign_in import rpc
 from tests.conftest import HubFactory, RunningHub, eventually
 from tests.servers.mrtr_server import REGION
-from tests.surfaces.test_mcp_server import PROVISION, connected, token
+from tests.surfaces.mcp.test_server import PROVISION, connected, token
 
 MODERN = "2026-07-28"
 EU = {"action": "accept", "content": {"region": "eu-west-1"}}
@@ -297,7 +297,7 @@ async def every_page(client: Client) -> list[list[str]]:
 def test_tasks_created_at_once_are_all_listed_page_by_page_and_only_to_their_user(
     make_hub: HubFactory, request: Any, store: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mcp_tasks, "PAGE", 8)
+    monkeypatch.setattr(surface_tasks, "PAGE", 8)
     hub = make_hub(**store_url(request, store))
 
     async def go() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ag_ui.core import BaseEvent, ToolCallResultEvent
 
 from tests.server.test_scale_out import ServedHub, hubs, shared_store_url
-from tests.surfaces.agui_stream import interrupts, kinds, resolved, run, run_input
+from tests.surfaces.chat.agui_stream import interrupts, kinds, resolved, run, run_input
 
 __all__ = ["hubs", "shared_store_url"]  # the two hubs on a shared store, as the scale-out tests start them
 

@@ -14,7 +14,7 @@ import pytest
 from tests.auth.oidc_provider import OidcProvider, oidc_provider
 from tests.auth.test_oidc_sign_in import sign_in
 from tests.conftest import HubFactory, McpProcess, RunningHub, free_port
-from tests.surfaces.inboxes import KEEPALIVE_S, InboxStream, listed
+from tests.surfaces.pages.inboxes import KEEPALIVE_S, InboxStream, listed
 from tests.triggers.approving import GROUPS, PEOPLE, RESTART, USERS, OpsServer, Requester, answer, policy, tool_output
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'

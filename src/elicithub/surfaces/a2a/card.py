@@ -24,7 +24,7 @@ from starlette.requests import Request
 
 from elicithub import __version__
 from elicithub.runtime.conversations import Caller
-from elicithub.surfaces import user_of
+from elicithub.surfaces.gates import user_of
 
 
 class HubUser(User):

@@ -1,6 +1,6 @@
 """MCP tasks on the wire, as both sides of the hub speak them: the 2026-07-28 extension `io.modelcontextprotocol/tasks`
 and the 2025-11-25 core tasks. The hub follows downstream servers' tasks (triggers/mcp/tasks.py) and serves its own
-agents' calls as tasks (surfaces/mcp_tasks.py). The SDK has the 2025-11-25 types only; the 2026 shapes are modelled
+agents' calls as tasks (surfaces/mcp/tasks.py). The SDK has the 2025-11-25 types only; the 2026 shapes are modelled
 here on its base types."""
 
 from __future__ import annotations

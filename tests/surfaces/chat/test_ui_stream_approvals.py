@@ -17,7 +17,7 @@ from elicithub.core.events import (
     ToolCallFinished,
 )
 from elicithub.core.runs import ToolCall
-from elicithub.surfaces.ui_stream import UIMessageStreamWriter
+from elicithub.surfaces.chat.ui_stream import UIMessageStreamWriter
 from tests.core_fixtures import question
 
 CALL = ToolCall("call_7", "ops.restart", {"service": "orders"})

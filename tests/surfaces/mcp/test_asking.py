@@ -25,8 +25,8 @@ from elicithub.server.app import create_app
 from elicithub.server.hub import Hub
 from elicithub.store import open_backend
 from tests.conftest import USERS, HubAddress, HubFactory, RunningHub, ServedInThread, free_port, served
-from tests.surfaces.test_mcp_server import connected, retry, text, token
-from tests.surfaces.test_mcp_tasks import get, start, tasks_client, until_ended, update
+from tests.surfaces.mcp.test_server import connected, retry, text, token
+from tests.surfaces.mcp.test_tasks import get, start, tasks_client, until_ended, update
 
 LINK = "https://accounts.example.com/connect?session=s1"
 """Where the downstream server sends the person; never opened here (the client only consents)."""

@@ -30,7 +30,7 @@ def _no_extras(model: BaseModel, where: str) -> None:
 RESUMED = {"AGUI207": "off"}
 """ag-ui-validate 0.4.0 judges each run alone, so its AGUI207 ("TOOL_CALL_RESULT for a call never started") refuses
 what AG-UI 1.0's interrupts page asks of a resumed run: the result against the interrupted run's `toolCallId`,
-with no new TOOL_CALL_START. The official client takes it (tests/surfaces/test_agui_client.py)."""
+with no new TOOL_CALL_START. The official client takes it (tests/surfaces/chat/test_agui_client.py)."""
 
 
 def events_of(response: httpx.Response, resumed: bool = False) -> list[BaseEvent]:

@@ -43,8 +43,9 @@ from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsonwire import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, expiry, field_errors, refusal, sdk_endpoint
-from elicithub.surfaces.a2a_card import Identity, agent_card, caller_of
+from elicithub.surfaces import expiry
+from elicithub.surfaces.a2a.card import Identity, agent_card, caller_of
+from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, Status
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)

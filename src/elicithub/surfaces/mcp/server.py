@@ -3,7 +3,7 @@
 A 2026-07-28 client gets each pause as an `InputRequiredResult` (the round's questions keyed by elicitation id, and
 a sealed, single-use `requestState`); its retry answers them and gets the result or the next round, on any
 instance. A 2025-11-25 client gets the questions as `elicitation/create` on its session, and the result on the
-same call. A client that speaks MCP tasks (either shape) may get the call as a task instead (surfaces/mcp_tasks.py).
+same call. A client that speaks MCP tasks (either shape) may get the call as a task instead (surfaces/mcp/tasks.py).
 A client that cannot show questions gets the tool's error at once, like a chat without `x-supports-elicitation`.
 """
 
@@ -27,12 +27,13 @@ from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.surfaces import Bearer, BearerGate, FiniteNumbers, expiry, field_errors, refusal, sdk_endpoint, user_of
-from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
-from elicithub.surfaces.mcp_session_end import SessionEnd
-from elicithub.surfaces.mcp_state import RoundState, StateRefused, Tickets, digest
-from elicithub.surfaces.mcp_task_records import TaskRecords
-from elicithub.surfaces.mcp_tasks import McpTasks, TasksExtension
+from elicithub.surfaces import expiry
+from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
+from elicithub.surfaces.mcp.asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
+from elicithub.surfaces.mcp.session_end import SessionEnd
+from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, digest
+from elicithub.surfaces.mcp.task_records import TaskRecords
+from elicithub.surfaces.mcp.tasks import McpTasks, TasksExtension
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
 MRTR = "2026-07-28"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import HubFactory, RunningHub
-from tests.surfaces.test_aisdk_client import drive, pytestmark  # noqa: F401  (the same skip)
+from tests.surfaces.chat.test_aisdk_client import drive, pytestmark  # noqa: F401  (the same skip)
 from tests.triggers.approving import OpsServer
 
 

@@ -39,10 +39,10 @@ from elicithub.server.identity import ANONYMOUS_COOKIE
 from elicithub.server.limits import read_body, refusal
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.streaming import Writer, sse
-from elicithub.surfaces.openai_sse import OpenAIChunkWriter
-from elicithub.surfaces.ui_approvals import approval_response, check_approval
-from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
-from elicithub.surfaces.ui_stream import UIMessageStreamWriter
+from elicithub.surfaces.chat.openai_sse import OpenAIChunkWriter
+from elicithub.surfaces.chat.ui_approvals import approval_response, check_approval
+from elicithub.surfaces.chat.ui_stream import HEADERS as UI_HEADERS
+from elicithub.surfaces.chat.ui_stream import UIMessageStreamWriter
 
 Route = Callable[[Request], Awaitable[Response]]
 

@@ -1,6 +1,6 @@
 """MCP tasks on the wire, as the hub's client sends them: the requests of both shapes (with the earlier draft some
-servers still speak) over the shapes both sides share (elicithub.task_wire), and the extension declared on every
-request."""
+servers still speak) over the shapes both sides share (elicithub.protocol.mcp_tasks), and the extension declared on
+every request."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import BaseModel, ConfigDict
 
 from elicithub.core.jsonwire import JsonObject
-from elicithub.task_wire import TASKS_EXTENSION, TaskHandle, TaskParams, UpdateParams
+from elicithub.protocol.mcp_tasks import TASKS_EXTENSION, TaskHandle, TaskParams, UpdateParams
 
 
 class InputResponseParams(UpdateParams):

@@ -39,7 +39,7 @@ from elicithub.core.runs import conversation_key
 from elicithub.runtime.conversations import Caller
 from tests.conftest import USERS, HubAddress, RunningHub
 from tests.core_fixtures import until
-from tests.surfaces.test_mcp_server import connected, retry
+from tests.surfaces.mcp.test_server import connected, retry
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
 RENAME = '/call mrtr.rename {"name": "orders"}'

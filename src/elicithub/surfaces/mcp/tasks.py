@@ -5,7 +5,7 @@ task (at once, when the client sends `task`); `tasks/get` shows the run's open q
 `tasks/update` answers them, `tasks/cancel` ends them. 2025-11-25 (core tasks): `tools/call` with `task` answers
 `CreateTaskResult`; `tasks/result` waits for the run, asking its questions as related-task `elicitation/create` on
 its own stream; `tasks/get`, `tasks/cancel` and `tasks/list` as there. A task's status is read from the run and its
-questions each time (surfaces/mcp_task_records.py keeps only whose run it is, and its end once seen).
+questions each time (surfaces/mcp/task_records.py keeps only whose run it is, and its end once seen).
 """
 
 from __future__ import annotations
@@ -28,14 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.ports import Entry
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
-from elicithub.runtime.approvers import awaited as approvals_awaited
-from elicithub.runtime.approvers import waiting_for
-from elicithub.runtime.conversations import Caller, Conversations, is_open
-from elicithub.surfaces import expiry, field_errors, refusal, user_of
-from elicithub.surfaces.mcp_asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
-from elicithub.surfaces.mcp_task_records import TaskRecord, TaskRecords
-from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
-from elicithub.task_wire import (
+from elicithub.protocol.mcp_tasks import (
     RELATED_TASK,
     TASKS_EXTENSION,
     TERMINAL,
@@ -46,6 +39,14 @@ from elicithub.task_wire import (
     TaskParams,
     UpdateParams,
 )
+from elicithub.runtime.approvers import awaited as approvals_awaited
+from elicithub.runtime.approvers import waiting_for
+from elicithub.runtime.conversations import Caller, Conversations, is_open
+from elicithub.surfaces import expiry
+from elicithub.surfaces.gates import field_errors, refusal, user_of
+from elicithub.surfaces.mcp.asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
+from elicithub.surfaces.mcp.task_records import TaskRecord, TaskRecords
+from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
 
 CORE_TASKS: Literal["2025-11-25"] = "2025-11-25"
 """The one handshake-era version with tasks in the core."""

@@ -9,7 +9,7 @@ import pytest
 from ag_ui.core import Interrupt, ResumeEntry
 
 from elicithub.core.elicitation import Answer, Elicitation, QuestionContext, Resolve, decide, new_elicitation, utcnow
-from elicithub.surfaces.agui_interrupts import BadPayload, answer_of, interrupt
+from elicithub.surfaces.chat.agui_interrupts import BadPayload, answer_of, interrupt
 
 ARGUMENTS = {"service": "orders", "replicas": 2}
 

@@ -38,10 +38,10 @@ from elicithub.errors import (
 )
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.server.streaming import OpenStreams, SSEResponse
-from elicithub.surfaces import Bearer, bearer_token, refusal
-from elicithub.surfaces.agui_events import AguiWriter, history, words
-from elicithub.surfaces.agui_interrupts import answer_of, interrupt
-from elicithub.surfaces.mcp_asking import ends_with_sign_in
+from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
+from elicithub.surfaces.chat.agui_interrupts import answer_of, interrupt
+from elicithub.surfaces.gates import Bearer, bearer_token, refusal
+from elicithub.surfaces.mcp.asking import ends_with_sign_in
 
 PATH = "/run/agui"
 

@@ -2,7 +2,7 @@
 
 A task is one JSON record under a key scoped to its user (`mcp-task:USER:ID`), kept as long as conversations are, so
 any instance sharing the store finds it, and another user's id finds nothing. Its status is not stored while the run
-goes on: it is read from the run and its open questions each time (surfaces/mcp_tasks.py); only its end is kept once
+goes on: it is read from the run and its open questions each time (surfaces/mcp/tasks.py); only its end is kept once
 seen, and a cancellation asked for. A per-user list of ids (`mcp-tasks:USER`, an entry per task that expires with
 it, added in one store step so that tasks created at once are all listed) serves 2025-11-25's `tasks/list`.
 """

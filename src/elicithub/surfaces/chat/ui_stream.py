@@ -2,7 +2,7 @@
 
 With native approvals (AI SDK 6), a question approving the person's own tool call is a `tool-approval-request` for
 that call, and the stream ends when the run pauses on such questions alone: the AI SDK client answers with an
-`approval-responded` tool part in its next request (surfaces/ui_approvals.py), whose stream goes on with the same
+`approval-responded` tool part in its next request (surfaces/chat/ui_approvals.py), whose stream goes on with the same
 assistant message."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The pages the hub hosts for people (the chat widget, the admin's view): where their files are, and how each is
-served."""
+"""The pages the hub hosts for people (sign-in, inbox, admin, the chat widget): where their files are, and how each
+is served."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fastapi.responses import FileResponse
 
-WEB_DIR = Path(__file__).resolve().parent.parent / "clients" / "web"
+WEB_DIR = Path(__file__).resolve().parents[2] / "clients" / "web"
 
 # A page loads only its own files and talks only to its own origin; server text is never markup, and this keeps it
 # inert even if a bug ever let some through.
