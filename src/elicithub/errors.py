@@ -21,7 +21,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + CredentialRefused (triggers.credentials)
   + OAuthProblem (auth.discovery)
   + SchemaError (core.schema)
-  + BadNumber (core.jsonwire)
+  + BadNumber (core.jsoncodec)
   + RunTransitionError (core.runs)
   + RoundsExceeded (protocol.mcp_rounds)
   + EmptyRound (protocol.mcp_rounds)

@@ -7,7 +7,7 @@ from mcp.server.extension import ToolBinding
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.demo.tasks import Step, Task, TaskTools, form, text
 from elicithub.protocol.mcp_tasks import TASKS_EXTENSION
 

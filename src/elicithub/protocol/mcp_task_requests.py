@@ -11,7 +11,7 @@ import mcp_types as mt
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import BaseModel, ConfigDict
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.protocol.mcp_tasks import TASKS_EXTENSION, TaskHandle, TaskParams, UpdateParams
 
 
@@ -63,7 +63,7 @@ async def _not_followed_here(handle: TaskHandle, ctx: ClaimContext) -> mt.CallTo
     raise RuntimeError("the hub follows its tasks itself (triggers/mcp/tasks.py), never through Client.call_tool")
 
 
-class TasksExtension(ClientExtension):
+class TasksClientExtension(ClientExtension):
     """Declares the extension on every request (the server alone decides whether a call becomes a task) and lets
     the session parse a `resultType: "task"` answer, which the hub's `session.call_tool(allow_claimed=True)` gets."""
 

@@ -11,7 +11,7 @@ import mcp_types as mt
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"

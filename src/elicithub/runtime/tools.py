@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.runtime.models import ToolSpec
 
 if TYPE_CHECKING:

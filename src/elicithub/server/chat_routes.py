@@ -19,10 +19,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from elicithub.core import jsonwire
+from elicithub.core import jsoncodec
 from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationResolved, StreamEvent
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message
 from elicithub.errors import HubError, PayloadTooLarge
 from elicithub.runtime.conversations import Caller
@@ -36,7 +36,7 @@ from elicithub.server.bodies import (
 )
 from elicithub.server.hub import Hub
 from elicithub.server.identity import ANONYMOUS_COOKIE
-from elicithub.server.limits import read_body, refusal
+from elicithub.server.limits import payload_too_large, read_body
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.streaming import Writer, sse
 from elicithub.surfaces.chat.openai_sse import OpenAIChunkWriter
@@ -91,7 +91,7 @@ class Wire:
         except ClientDisconnect:
             return  # nobody to answer
         except PayloadTooLarge:
-            response = refusal(self.hub.config.limits.max_body_bytes)
+            response = payload_too_large(self.hub.config.limits.max_body_bytes)
         except HubError as exc:
             response = hub_error(exc)
         except StarletteHTTPException as exc:
@@ -113,8 +113,8 @@ class Wire:
         if not _is_json(request.headers.get("content-type")):
             return body
         try:
-            return jsonwire.loads(body)
-        except jsonwire.BadNumber as exc:
+            return jsoncodec.loads(body)
+        except jsoncodec.BadNumber as exc:
             raise HTTPException(422, f"body: {exc}.") from None
         except json.JSONDecodeError as exc:
             raise HTTPException(422, f"{exc.pos}: JSON decode error") from None
@@ -285,8 +285,8 @@ def _openai_text(content: str | list[JsonObject] | JsonObject | None) -> str | E
             return text
         if isinstance(parsed, dict) and parsed.get("type") == "elicitation-response":
             try:
-                jsonwire.loads(text)
-            except jsonwire.BadNumber as exc:
+                jsoncodec.loads(text)
+            except jsoncodec.BadNumber as exc:
                 raise HTTPException(422, f"messages[-1].content: {exc}.") from None
             return _parse_answer(parsed)
     return text

@@ -10,7 +10,7 @@ from typing import Protocol
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from elicithub.core import jsonwire
+from elicithub.core import jsoncodec
 from elicithub.errors import IdentityUnavailable, InvalidContent
 from elicithub.surfaces import read_body
 
@@ -102,8 +102,8 @@ class FiniteNumbers:
         body, replayed = await read_body(receive)
         if body is not None:
             try:
-                jsonwire.loads(body)
-            except jsonwire.BadNumber as exc:
+                jsoncodec.loads(body)
+            except jsoncodec.BadNumber as exc:
                 await _parse_error(send, self.status, str(exc))
                 return
             except ValueError:
@@ -113,7 +113,7 @@ class FiniteNumbers:
 
 async def _parse_error(send: Send, status: int, why: str) -> None:
     error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {why}."}}
-    body = jsonwire.dumps(error).encode()
+    body = jsoncodec.dumps(error).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from elicithub.config import AgentConfig
 from elicithub.core.elicitation import new_id
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import RunStore
 from elicithub.core.runs import CHILD_RUN, RunRecord
 from elicithub.runtime.loop import last_words

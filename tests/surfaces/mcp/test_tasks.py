@@ -16,7 +16,14 @@ from mcp.shared.exceptions import MCPError
 
 from elicithub.core.elicitation import State
 from elicithub.core.events import RunFinished, ToolCallFinished
-from elicithub.protocol.mcp_task_requests import Anything, CancelTask, GetTask, TaskResult, TasksExtension, UpdateTask
+from elicithub.protocol.mcp_task_requests import (
+    Anything,
+    CancelTask,
+    GetTask,
+    TaskResult,
+    TasksClientExtension,
+    UpdateTask,
+)
 from elicithub.protocol.mcp_tasks import RELATED_TASK, TERMINAL, TaskHandle, TaskParams, UpdateParams
 from elicithub.surfaces.mcp import tasks as surface_tasks
 from elicithub.triggers.mcp.tasks import start_core_task
@@ -30,7 +37,7 @@ EU = {"action": "accept", "content": {"region": "eu-west-1"}}
 
 
 def tasks_client(hub: RunningHub, user: str = "alice", **kw: Any) -> Any:
-    return connected(hub, MODERN, user=user, extensions=[TasksExtension()], **kw)
+    return connected(hub, MODERN, user=user, extensions=[TasksClientExtension()], **kw)
 
 
 async def start(client: Client, message: str = PROVISION) -> TaskHandle:

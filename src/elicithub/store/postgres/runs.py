@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message, RunRecord, conversation_key
 from elicithub.store.postgres.conversations import HISTORY, commit
 from elicithub.store.postgres.db import PostgresDb, rows

@@ -40,7 +40,7 @@ class HubUser(User):
         return self.user_id
 
 
-class Identity(DefaultServerCallContextBuilder):
+class BearerCallContext(DefaultServerCallContextBuilder):
     """The caller is the hub user of the request's bearer token (tasks are scoped to them by the SDK)."""
 
     def __init__(self, user_for: Callable[[str], str | None]) -> None:
@@ -51,7 +51,7 @@ class Identity(DefaultServerCallContextBuilder):
         return HubUser(user) if user is not None else UnauthenticatedUser()
 
 
-def caller_of(context: ServerCallContext | None) -> Caller:
+def a2a_caller(context: ServerCallContext | None) -> Caller:
     user = context.user if context is not None else None
     if not isinstance(user, HubUser):
         raise InvalidRequestError(message="No user: send a bearer token of one of the hub's users.")

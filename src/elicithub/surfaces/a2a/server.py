@@ -40,11 +40,11 @@ from starlette.routing import BaseRoute, Route
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import request_event
 from elicithub.core.ids import check_conversation_id
-from elicithub.core.jsonwire import whole_numbers
+from elicithub.core.jsoncodec import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import expiry
-from elicithub.surfaces.a2a.card import Identity, agent_card, caller_of
+from elicithub.surfaces.a2a.card import BearerCallContext, a2a_caller, agent_card
 from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, Status
 
@@ -78,7 +78,7 @@ class A2aSurface:
         self.agents = agents
         self.card = agent_card(public_url, agents, issuer)
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
-        rpc = create_jsonrpc_routes(self.handler, "/a2a", Identity(bearer.user_for), enable_v0_3_compat=True)
+        rpc = create_jsonrpc_routes(self.handler, "/a2a", BearerCallContext(bearer.user_for), enable_v0_3_compat=True)
         # a2a-sdk answers parse errors with HTTP 200; a body with a number JSON cannot carry gets the same.
         gate = BearerGate(FiniteNumbers(sdk_endpoint(rpc, "/a2a"), status=200), bearer, "")
         self._routes: list[BaseRoute] = [
@@ -106,7 +106,7 @@ class A2aSurface:
     async def take_answer(self, message: Message, context: ServerCallContext) -> None:
         """A message on an interrupted task answers its questions. All are checked before any is taken: a bad
         answer (content that does not fit, a question past its deadline) fails the request and none is taken."""
-        caller = caller_of(context)
+        caller = a2a_caller(context)
         if message.context_id:
             try:
                 check_conversation_id(message.context_id)
@@ -170,7 +170,7 @@ class A2aSurface:
             return
         run_id = paused_at(task).get("runId")
         if isinstance(run_id, str):
-            await self.conversations.stop(caller_of(context), task.context_id, run_id)
+            await self.conversations.stop(a2a_caller(context), task.context_id, run_id)
 
 
 class _Handler(DefaultRequestHandler):
@@ -235,7 +235,7 @@ class _Executor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         surface = self.surface
-        driver = PauseDriver(surface.conversations, caller_of(context.call_context))
+        driver = PauseDriver(surface.conversations, a2a_caller(context.call_context))
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         show = _interrupting(updater)

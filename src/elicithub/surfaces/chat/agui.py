@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from elicithub.core import jsonwire
+from elicithub.core import jsoncodec
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import RunFinished, RunPaused
 from elicithub.core.ids import check_conversation_id
@@ -107,7 +107,7 @@ class AguiSurface:
             message = "A bearer token of one of the hub's users is needed."
             return _error(401, "unauthorized", message, {"www-authenticate": challenge})
         try:
-            raw = jsonwire.loads(await request.body())
+            raw = jsoncodec.loads(await request.body())
         except ValueError as exc:  # not JSON, or a number JSON cannot carry
             return _error(422, "bad_request", f"body: {exc}")
         try:

@@ -12,7 +12,7 @@ from typing import Any
 from ag_ui.core import Interrupt, ResumeEntry
 
 from elicithub.core.elicitation import Answer, Elicitation
-from elicithub.core.jsonwire import JsonObject, whole_numbers
+from elicithub.core.jsoncodec import JsonObject, whole_numbers
 from elicithub.errors import HubError
 
 SIGN_IN = "elicithub:sign_in"

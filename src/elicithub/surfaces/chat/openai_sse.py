@@ -16,7 +16,7 @@ from elicithub.core.events import (
     framed,
     resolved_event,
 )
-from elicithub.core.jsonwire import dumps, dumps_event
+from elicithub.core.jsoncodec import dumps, dumps_event
 
 DONE = "[DONE]"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fastapi import HTTPException
 
 from elicithub.core.elicitation import Elicitation
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.errors import ElicitationNotFound
 from elicithub.server.bodies import ElicitationResponse, UIMessage
 

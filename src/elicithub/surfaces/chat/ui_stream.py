@@ -25,7 +25,7 @@ from elicithub.core.events import (
     framed,
     resolved_event,
 )
-from elicithub.core.jsonwire import dumps_event
+from elicithub.core.jsoncodec import dumps_event
 from elicithub.core.runs import ToolCall
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}

@@ -33,7 +33,7 @@ from elicithub.surfaces.mcp.asking import ask_back, call_result, elicit_request,
 from elicithub.surfaces.mcp.session_end import SessionEnd
 from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, digest
 from elicithub.surfaces.mcp.task_records import TaskRecords
-from elicithub.surfaces.mcp.tasks import McpTasks, TasksExtension
+from elicithub.surfaces.mcp.tasks import McpTasks, TasksServerExtension
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
 MRTR = "2026-07-28"
@@ -69,7 +69,7 @@ class McpSurface:
             version=__version__,
             request_state_security=security,
             log_level="WARNING",
-            extensions=[TasksExtension(self.tasks)],
+            extensions=[TasksServerExtension(self.tasks)],
             middleware=[self.tasks.core_tasks],
         )
         for agent, description in agents.items():

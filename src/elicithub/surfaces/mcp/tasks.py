@@ -303,7 +303,7 @@ class McpTasks:
         return result  # type: ignore[no-any-return]
 
 
-class TasksExtension(Extension):
+class TasksServerExtension(Extension):
     """2026-07-28: the extension the hub declares, its methods, and its calls: a client that declares it gets a task
     where the run pauses (or at once, when it sends `task`); a client retrying a round goes on as a round."""
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from pydantic import BaseModel
 
-from elicithub.core.jsonwire import JsonObject, dumps_event
+from elicithub.core.jsoncodec import JsonObject, dumps_event
 from elicithub.runtime.approvers import Answerable
 from elicithub.runtime.inbox import Inbox, item
 from elicithub.server.identity import Identity

@@ -22,7 +22,7 @@ from elicithub.config import OidcConfig
 from elicithub.errors import IdentityUnavailable
 
 
-class Sessions(Protocol):
+class BrowserSessions(Protocol):
     """The browser sessions of the hub's identity, which a sign-in starts and a sign-out ends."""
 
     async def start_provider_session(
@@ -50,7 +50,7 @@ class ProviderSignIn:
         public_url: str,
         oidc: OidcConfig | None,
         verifier: OidcVerifier | None,
-        identity: Sessions,
+        identity: BrowserSessions,
         key: bytes,
         client_secret: str | None,
         groups: SignedInGroups,

@@ -16,7 +16,7 @@ import mcp_types as mt
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.errors import QuestionRefused
 from elicithub.protocol.mcp_rounds import RoundsExceeded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from elicithub.client import (
+from elicithub.clients.hub import (
     ElicitationRequest,
     ElicitationResolved,
     Event,

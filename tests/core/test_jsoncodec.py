@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elicithub.core import jsonwire
+from elicithub.core import jsoncodec
 
 
 @st.composite
@@ -28,27 +28,27 @@ def overflowing_literals(draw: st.DrawFn) -> str:
 def test_a_literal_that_overflows_is_refused_wherever_it_stands(literal: str) -> None:
     assert math.isinf(json.loads(literal))  # what the standard parser would have let through
     for text in (literal, f'{{"name": {literal}}}', f'{{"a": [1, {{"b": {literal}}}]}}'):
-        with pytest.raises(jsonwire.BadNumber, match="overflows to infinity"):
-            jsonwire.loads(text)
+        with pytest.raises(jsoncodec.BadNumber, match="overflows to infinity"):
+            jsoncodec.loads(text)
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False) | st.integers())
 def test_every_finite_number_reads_back_as_itself(number: float) -> None:
-    assert jsonwire.loads(json.dumps({"n": number})) == {"n": number}
+    assert jsoncodec.loads(json.dumps({"n": number})) == {"n": number}
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_nan_and_infinity_are_refused(token: str) -> None:
-    with pytest.raises(jsonwire.BadNumber, match=f"{token} is not a number JSON can carry"):
-        jsonwire.loads(f'{{"n": [{token}]}}')
+    with pytest.raises(jsoncodec.BadNumber, match=f"{token} is not a number JSON can carry"):
+        jsoncodec.loads(f'{{"n": [{token}]}}')
 
 
 def test_an_integer_too_long_to_read_is_refused_not_a_crash() -> None:
-    with pytest.raises(jsonwire.BadNumber, match="5000 digits is too long"):
-        jsonwire.loads('{"n": -' + "1" * 5000 + "}")
+    with pytest.raises(jsoncodec.BadNumber, match="5000 digits is too long"):
+        jsoncodec.loads('{"n": -' + "1" * 5000 + "}")
 
 
 def test_bytes_are_read_too_and_syntax_errors_stay_syntax_errors() -> None:
-    assert jsonwire.loads(b'{"a": 1.5e308}') == {"a": 1.5e308}
+    assert jsoncodec.loads(b'{"a": 1.5e308}') == {"a": 1.5e308}
     with pytest.raises(json.JSONDecodeError):
-        jsonwire.loads("{nope")
+        jsoncodec.loads("{nope")
