@@ -162,8 +162,6 @@ class Hub:
         ]
         self.tools = ToolRouter([approvals.wrap(t) for t in triggers], {a.id: a.tools for a in config.agents})
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
-        for delegation in delegations:
-            delegation.run_child = runner.run_child
         self.conversations = Conversations(
             self.backend, self.broker, runner, self.stream, self.instance, groups=config.groups
         )
