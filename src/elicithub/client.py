@@ -1,23 +1,4 @@
 """The Python client's first import path, kept so that code written against it runs on: it is `elicithub.clients`."""
 
-from elicithub.clients import (
-    ElicitationRequest,
-    ElicitationResolved,
-    Event,
-    HubClient,
-    RawEvent,
-    Text,
-    ToolCall,
-    ToolResult,
-)
-
-__all__ = [
-    "ElicitationRequest",
-    "ElicitationResolved",
-    "Event",
-    "HubClient",
-    "RawEvent",
-    "Text",
-    "ToolCall",
-    "ToolResult",
-]
+from elicithub.clients import *  # noqa: F403
+from elicithub.clients import __all__ as __all__
