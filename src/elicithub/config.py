@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from elicithub.config_approvals import ApprovalPolicy, AuditConfig, check_approvals
 from elicithub.config_env import interpolate
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.errors import HubError
 
 

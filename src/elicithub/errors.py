@@ -8,7 +8,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + BadRequest
     - PayloadTooLarge
     - BadLink (auth.links)
-    - StateRefused (surfaces.mcp_state)
+    - StateRefused (surfaces.mcp.state)
     - BadCursor (runtime.audit)
   + NotFound
     - ElicitationNotFound
@@ -21,11 +21,11 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + CredentialRefused (triggers.credentials)
   + OAuthProblem (auth.discovery)
   + SchemaError (core.schema)
-  + BadNumber (core.jsonwire)
+  + BadNumber (core.jsoncodec)
   + RunTransitionError (core.runs)
-  + RoundsExceeded (triggers.mcp.rounds)
-  + EmptyRound (triggers.mcp.rounds)
-  + BadPayload (surfaces.agui_interrupts)
+  + RoundsExceeded (protocol.mcp_rounds)
+  + EmptyRound (protocol.mcp_rounds)
+  + BadPayload (surfaces.chat.agui_interrupts)
   + ConfigError (config)
   + KeyUnusable
   + SlackUnusable

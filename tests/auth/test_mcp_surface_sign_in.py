@@ -17,7 +17,7 @@ from mcp.client import ClientRequestContext
 
 from tests.auth.conftest import Browser, TrackerProcess, bearer
 from tests.conftest import RunningHub, eventually
-from tests.surfaces.test_mcp_server import connected, text
+from tests.surfaces.mcp.test_server import connected, text
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])

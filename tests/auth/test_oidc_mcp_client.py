@@ -17,7 +17,7 @@ from pydantic import AnyUrl
 from tests.auth.oidc_provider import OidcProvider
 from tests.conftest import RunningHub
 from tests.demo.test_tracker import MemoryTokens
-from tests.surfaces.test_mcp_server import text
+from tests.surfaces.mcp.test_server import text
 
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # never opened: the test reads the code off the redirect
 

@@ -14,11 +14,11 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from elicithub.client import HubClient, Text
+from elicithub.clients.hub import HubClient, Text
 from tests.auth.oidc_provider import OidcProvider, forged_hs256
 from tests.conftest import HubFactory, RunningHub, sse_data
 from tests.server.test_chat_ui_stream import text_part, ui_body
-from tests.surfaces.test_mcp_server import text
+from tests.surfaces.mcp.test_server import text
 
 A2A = {"A2A-Version": "1.0"}
 

@@ -19,7 +19,7 @@ import pytest
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.store import PostgresElicitations, RedisElicitations

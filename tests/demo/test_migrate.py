@@ -12,8 +12,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from elicithub.demo.launcher import Demo
-from elicithub.task_wire import TaskHandle, TaskParams, UpdateParams
-from elicithub.triggers.mcp.task_wire import Anything, CancelTask, GetTask, TasksExtension, UpdateTask
+from elicithub.protocol.mcp_task_requests import Anything, CancelTask, GetTask, TasksClientExtension, UpdateTask
+from elicithub.protocol.mcp_tasks import TaskHandle, TaskParams, UpdateParams
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,9 @@ DATABASE = {"database": "orders-db"}
 
 @pytest.fixture
 async def deploy(demo: Demo) -> AsyncIterator[Client]:
-    async with Client(streamable_http_client(demo.deploy_url), mode="2026-07-28", extensions=[TasksExtension()]) as c:
+    async with Client(
+        streamable_http_client(demo.deploy_url), mode="2026-07-28", extensions=[TasksClientExtension()]
+    ) as c:
         yield c
 
 

@@ -11,8 +11,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from elicithub.demo.migrate import PENDING
-from elicithub.task_wire import TaskParams
-from elicithub.triggers.mcp.task_wire import Anything, GetTask, TasksExtension
+from elicithub.protocol.mcp_task_requests import Anything, GetTask, TasksClientExtension
+from elicithub.protocol.mcp_tasks import TaskParams
 from tests.conftest import HubFactory, RunningHub
 from tests.server.test_chat_openai import run_answering
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
@@ -31,7 +31,9 @@ def server_task(hub: RunningHub, task_id: str) -> dict[str, Any]:
     [url] = [server.url for server in hub.hub.config.mcp_servers if server.id == "deploy"]
 
     async def get() -> dict[str, Any]:
-        async with Client(streamable_http_client(str(url)), mode="2026-07-28", extensions=[TasksExtension()]) as c:
+        async with Client(
+            streamable_http_client(str(url)), mode="2026-07-28", extensions=[TasksClientExtension()]
+        ) as c:
             return (await c.session.send_request(GetTask(params=TaskParams(task_id=task_id)), Anything)).data()
 
     return asyncio.run(get())

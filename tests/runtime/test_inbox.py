@@ -10,7 +10,7 @@ from datetime import timedelta
 from elicithub.core.approval import Approval, People
 from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitation, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.runtime.inbox import Inbox
 from elicithub.store.memory.elicitations import MemoryElicitations
 from elicithub.store.memory.events import MemoryEvents

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from elicithub.runtime.models import ScriptedModel, ToolSpec
 from tests.conftest import HubFactory, served
-from tests.core.test_jsonwire import overflowing_literals
+from tests.core.test_jsoncodec import overflowing_literals
 from tests.server.test_chat_openai import run_answering
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.core_fixtures import PostgresServer, RedisServer
 from tests.server.test_scale_out import ServedHub
-from tests.surfaces.inboxes import KEEPALIVE_S, InboxStream, listed
+from tests.surfaces.pages.inboxes import KEEPALIVE_S, InboxStream, listed
 from tests.triggers.approving import PEOPLE, RESTART, USERS, OpsServer, Requester, answer, policy, tool_output
 
 DB = 3  # a database of its own on the session's redis-server

@@ -52,7 +52,7 @@ def test_no_request_gets_a_server_error_or_a_contract_mismatch(schema: Any, toke
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 8
     # A stream that stays open while its person is signed in cannot be called to its end (its contract is tested in
-    # tests/surfaces/test_inbox.py).
+    # tests/surfaces/pages/test_inbox.py).
     operations = [o for o in operations if o.path not in ENDLESS]
     if mode is GenerationMode.NEGATIVE:  # nothing can be sent wrong to an operation that takes no input
         operations = [o for o in operations if o.path_parameters or o.headers or o.body]

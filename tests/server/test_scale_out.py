@@ -417,7 +417,7 @@ def test_answers_on_both_hubs_racing_the_deadline_end_in_one_state(
 
 
 def test_an_mcp_retry_taken_by_the_other_hub_continues_the_run(hubs: tuple[ServedHub, ServedHub]) -> None:
-    from tests.surfaces.test_mcp_server import connected, retry, text
+    from tests.surfaces.mcp.test_server import connected, retry, text
 
     a, b = hubs
 

@@ -27,7 +27,7 @@ from elicithub.demo.tasks import (
     form,
     text,
 )
-from elicithub.task_wire import TASKS_EXTENSION
+from elicithub.protocol.mcp_tasks import TASKS_EXTENSION
 
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 CONFIRM = {

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.redis.client import PREFIX

@@ -17,7 +17,7 @@ import pytest
 from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.runs import ConversationRecord
 from elicithub.errors import StoreUnusable
-from elicithub.store import open_backend
+from elicithub.store import open_backend, steps
 from elicithub.store.postgres import (
     PostgresBackend,
     PostgresElicitations,
@@ -311,8 +311,7 @@ async def test_a_statement_running_past_the_configured_timeout_is_stopped(postgr
 async def test_purges_go_in_batches_until_nothing_old_is_left(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for module in (elicitations, runs, conversations):
-        monkeypatch.setattr(module, "PURGE_BATCH", 7)
+    monkeypatch.setattr(steps, "PURGE_BATCH", 7)
     backend = open_backend(postgres_url)
     try:
         await backend.open()

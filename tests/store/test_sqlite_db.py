@@ -12,7 +12,7 @@ import pytest
 from elicithub.core.elicitation import State
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.elicitations import SqliteElicitations
-from elicithub.store.sqlite.schema import PURGE_BATCH
+from elicithub.store.steps import PURGE_BATCH
 from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio

@@ -12,13 +12,13 @@ import pytest
 from a2a.helpers import get_message_text
 from a2a.types import SendMessageRequest, TaskState
 
-from elicithub.task_wire import TaskParams
-from elicithub.triggers.mcp.task_wire import Anything, TaskResult
+from elicithub.protocol.mcp_task_requests import Anything, TaskResult
+from elicithub.protocol.mcp_tasks import TaskParams
 from elicithub.triggers.mcp.tasks import start_core_task
 from tests.conftest import HubFactory, RunningHub
-from tests.surfaces.test_a2a_server import a2a_client, label, message
-from tests.surfaces.test_mcp_server import connected
-from tests.surfaces.test_mcp_tasks import get
+from tests.surfaces.a2a.test_server import a2a_client, label, message
+from tests.surfaces.mcp.test_server import connected
+from tests.surfaces.mcp.test_tasks import get
 from tests.triggers.approving import GROUPS, PEOPLE, RESTART, USERS, OpsServer, policy
 
 WAITING = "Waiting for approval by group ops."

@@ -16,8 +16,8 @@ from elicithub.core.events import (
     ToolCallFinished,
 )
 from elicithub.core.runs import ToolCall
-from elicithub.surfaces.openai_sse import OpenAIChunkWriter
-from elicithub.surfaces.ui_stream import UIMessageStreamWriter
+from elicithub.surfaces.chat.openai_sse import OpenAIChunkWriter
+from elicithub.surfaces.chat.ui_stream import UIMessageStreamWriter
 from tests.core_fixtures import SCHEMA, question
 
 QUESTION = question(run_id="run_1")

@@ -12,7 +12,7 @@ from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import utcnow
-from elicithub.core.jsonwire import whole_numbers
+from elicithub.core.jsoncodec import whole_numbers
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext
 from elicithub.triggers.a2a.questions import PLAIN, answer_message, build_round

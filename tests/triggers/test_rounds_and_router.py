@@ -14,6 +14,7 @@ from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationRequested, RunPaused
+from elicithub.protocol.mcp_rounds import is_full_round
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import ToolRouter
@@ -28,7 +29,6 @@ from elicithub.triggers.mcp import (
     is_input_required,
     mcp_triggers,
 )
-from elicithub.triggers.mcp.rounds import is_full_round
 from tests.conftest import McpProcess
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from mcp.client.auth.utils import union_scopes
 from elicithub.auth.discovery import AuthServer, OAuthProblem, discover
 from elicithub.auth.vault import ClientRegistration, Credential, Vault
 from elicithub.config import OAuthConfig, ServiceConfig
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 
 __all__ = ["AuthServer", "Authorization", "OAuthClient", "OAuthProblem"]
 

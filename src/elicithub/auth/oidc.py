@@ -15,7 +15,7 @@ from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
 from joserfc.jws import extract_compact
 
 from elicithub.config import OidcConfig
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.errors import IdentityUnavailable
 
 log = logging.getLogger(__name__)

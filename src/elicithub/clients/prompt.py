@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elicithub.core.elicitation import Action, Answer
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.schema import validate_content
 from elicithub.errors import HubError
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import anyio
 
-from elicithub.client import ElicitationRequest, ElicitationResolved, Event, HubClient, Text, ToolCall, ToolResult
+from elicithub.clients.hub import ElicitationRequest, ElicitationResolved, Event, HubClient, Text, ToolCall, ToolResult
 from elicithub.clients.prompt import Terminal, is_terminal
 from elicithub.errors import HubError
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import jsonschema
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.schema import FieldError, SchemaError, validate_requested_schema
 
 OnTimeout = Literal["deny", "approve", "cancel"]

@@ -25,7 +25,7 @@ from elicithub.core.elicitation import (
     utcnow,
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Counts, ElicitationStore, EventSink
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent, SelfApprovalRefused
 

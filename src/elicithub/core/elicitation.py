@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Literal, TypedDict
 
 from elicithub.core.approval import Approval
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.schema import FieldError, apply_defaults, validate_content
 
 Mode = Literal["form", "url"]

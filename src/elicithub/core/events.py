@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
 
 from elicithub.core.elicitation import Elicitation, Mode, Outcome, QuestionContext
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import ToolCall
 
 

@@ -9,7 +9,7 @@ from typing import NamedTuple, Protocol
 
 from elicithub.core.elicitation import Answer, Elicitation, Outcome, State
 from elicithub.core.events import StreamEvent
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import ConversationRecord, Message, RunRecord
 
 

@@ -10,7 +10,7 @@ from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.errors import HubError
 
 __all__ = ["FieldError", "SchemaError", "apply_defaults", "validate_content", "validate_requested_schema"]

@@ -17,7 +17,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.demo.migrate import migrations
 
 REGIONS = {

@@ -7,9 +7,9 @@ from mcp.server.extension import ToolBinding
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.demo.tasks import Step, Task, TaskTools, form, text
-from elicithub.task_wire import TASKS_EXTENSION
+from elicithub.protocol.mcp_tasks import TASKS_EXTENSION
 
 PENDING = ["0042_add_order_status", "0043_index_orders_by_customer", "0044_drop_legacy_totals"]
 CONFIRM = "confirm"

@@ -18,8 +18,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolRequestParams, RequestParams
 from pydantic import ConfigDict
 
-from elicithub.core.jsonwire import JsonObject
-from elicithub.task_wire import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
+from elicithub.core.jsoncodec import JsonObject
+from elicithub.protocol.mcp_tasks import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
 
 Step = tuple[str, Any]
 """("work", status message | None) | ("ask", {key: request}) | ("fail", message) | ("cancel", message)."""

@@ -11,7 +11,7 @@ from elicithub import logfields, telemetry
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.runtime.parking import Parked, Spot
 

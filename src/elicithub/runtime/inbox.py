@@ -18,7 +18,7 @@ from datetime import datetime
 from elicithub.core.approval import Approval, People
 from elicithub.core.elicitation import Elicitation, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import ElicitationStore, EventLog, EventSink
 
 KEY = "inbox"

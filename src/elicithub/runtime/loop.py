@@ -27,7 +27,7 @@ from elicithub.runtime.histories import Histories
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
-from elicithub.runtime.tools import CallContext, Progress, ToolOutcome, Tools, stopped_call
+from elicithub.runtime.tools import CallContext, Progress, RunChild, ToolOutcome, Tools, stopped_call
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class Showing:
     emit: Emit
     agent_path: tuple[str, ...]
     active: Callable[[], Awaitable[bool]]
+    run_child: RunChild
     parking: Spot | None = None
 
     def context(
@@ -63,6 +64,7 @@ class Showing:
             frozenset(record.modes),
             progress,
             call_id,
+            self.run_child,
         )
 
 
@@ -149,7 +151,8 @@ class Runner:
             await self.stream.emit(key, record.run_id, event)
 
         saves = saves or Saves(self.runs)
-        showing = Showing(record.run_id, emit, (record.agent,), partial(self._active, key, record.run_id), parking)
+        active = partial(self._active, key, record.run_id)
+        showing = Showing(record.run_id, emit, (record.agent,), active, self.run_child, parking)
         with (
             logfields.about(run_id=record.run_id, conversation_id=record.conversation_id),
             telemetry.run(record, resumed) as span,
@@ -178,7 +181,7 @@ class Runner:
             await self.stream.emit(key, parent.run_id, event)
 
         active = partial(self._active, key, parent.run_id)
-        showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent), active)
+        showing = Showing(parent.run_id, show, (*parent.agent_path, record.agent), active, self.run_child)
         with (
             logfields.about(run_id=record.run_id, conversation_id=record.conversation_id),
             telemetry.run(record, resumed) as span,

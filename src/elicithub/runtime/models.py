@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from elicithub.config import ModelConfig
-from elicithub.core import jsonwire
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core import jsoncodec
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message, ToolCall
 from elicithub.errors import HubError
 
@@ -76,8 +76,8 @@ class _Unreadable(HubError):
 def _read_arguments(name: str, text: str) -> JsonObject:
     """The arguments of a call to tool `name` from the JSON text a model wrote; raises _Unreadable."""
     try:
-        arguments = jsonwire.loads(text)
-    except jsonwire.BadNumber as exc:
+        arguments = jsoncodec.loads(text)
+    except jsoncodec.BadNumber as exc:
         raise _Unreadable(f"The arguments for {name} hold a non-finite number ({exc}); use a finite number.") from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"

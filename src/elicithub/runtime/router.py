@@ -11,7 +11,7 @@ import logging
 from dataclasses import replace
 from typing import Protocol
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
 

@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.runs import RunRecord
 from elicithub.runtime.models import ToolSpec
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ class CallContext:
     """Where a call that works on says what it is doing (a downstream task's status message); None when listing."""
     call_id: str | None = None
     """The model's id of this call in `calling_run`: with it, it names the call across a rerun (None when listing)."""
+    run_child: RunChild | None = None
+    """How the runner runs a run delegated to inside this call (None when listing): the runner hands it to each call,
+    so a delegation trigger needs no runner of its own."""
 
     @property
     def calling_run(self) -> str:
@@ -81,6 +85,10 @@ def stopped_call(name: str) -> str:
 class ToolOutcome:
     text: str
     is_error: bool = False
+
+
+RunChild = Callable[[RunRecord, CallContext, bool], Awaitable[ToolOutcome]]
+"""The runner's run of a delegated (child) run inside its parent's call: the child, the parent's call, resumed."""
 
 
 class Tools(Protocol):

@@ -23,13 +23,13 @@ from elicithub.config import Config
 from elicithub.errors import HubError
 from elicithub.server import web
 from elicithub.server.bodies import field_name
+from elicithub.server.chat_routes import Wire
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
 from elicithub.server.observed import Observed
 from elicithub.server.probes import probes
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.routes import hub_routes
-from elicithub.server.wire import Wire
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def redact_access_log() -> None:
 
 
 class HubApp(FastAPI):
-    """FastAPI, with the chat and answer endpoints (server/wire.py) taken before its middleware, routing and
+    """FastAPI, with the chat and answer endpoints (server/chat_routes.py) taken before its middleware, routing and
     dependency machinery; every HTTP request, taken there or not, `observed` (metrics, and the hub's server span:
     FastAPI's own telemetry is off, so a request gets one, without its path or query, on either path)."""
 

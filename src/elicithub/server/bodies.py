@@ -1,4 +1,5 @@
-"""The bodies the chat and answer endpoints take: validated by `server/wire.py`, documented by `server/openapi.py`."""
+"""The bodies the chat and answer endpoints take: validated by `server/chat_routes.py`, documented by
+`server/openapi.py`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from elicithub.core.ids import CONVERSATION_ID_PATTERN
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 
 # Documented, not enforced here: Conversations refuses any other id with 400.
 ID: dict[str, JsonValue] = {"pattern": CONVERSATION_ID_PATTERN}

@@ -21,9 +21,7 @@ from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.oidc import OidcVerifier
-from elicithub.auth.pages import SignInPages
 from elicithub.auth.sessions import ProviderSessions, widget_client
-from elicithub.auth.sign_in import ProviderSignIn
 from elicithub.auth.vault import Vault
 from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.config_approvals import ApprovalPolicy
@@ -55,15 +53,17 @@ from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
-from elicithub.surfaces.a2a_server import A2aSurface
-from elicithub.surfaces.a2a_tasks import HubTaskStore
-from elicithub.surfaces.admin import AdminPages
-from elicithub.surfaces.agui import AguiSurface
+from elicithub.surfaces.a2a.server import A2aSurface
+from elicithub.surfaces.a2a.tasks import HubTaskStore
 from elicithub.surfaces.audit import AuditPages
-from elicithub.surfaces.inbox import InboxPages
-from elicithub.surfaces.mcp_server import McpSurface
-from elicithub.surfaces.mcp_state import Tickets
-from elicithub.surfaces.mcp_task_records import TaskRecords
+from elicithub.surfaces.chat.agui import AguiSurface
+from elicithub.surfaces.mcp.server import McpSurface
+from elicithub.surfaces.mcp.state import Tickets
+from elicithub.surfaces.mcp.task_records import TaskRecords
+from elicithub.surfaces.pages.admin import AdminPages
+from elicithub.surfaces.pages.connect import SignInPages
+from elicithub.surfaces.pages.inbox import InboxPages
+from elicithub.surfaces.pages.sign_in import ProviderSignIn
 from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.approval_ends import ApprovalEnds
@@ -116,10 +116,51 @@ class Hub:
         sink = InboxSink(self.stream, self.inbox)
         self.broker = Broker(self.store, sink, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.model)
+        self.streams = OpenStreams()
+        """The chat streams being written; a shutdown ends them at once."""
+        self._build_credentials()
+        self._build_runs(self._build_approvals())
+        self._build_identity()
+        self._build_pages()
+        self._build_surfaces()
+        self._sweeper: asyncio.Task[None] | None = None
+        self.draining = False
+        """Told to stop (SIGTERM): not ready for new traffic, still serving what comes for `server.drain_s`."""
+
+    def _build_credentials(self) -> None:
+        """What the hub keeps of people's credentials and sign-ins: the vault, signed links, the OAuth client."""
+        config, oidc = self.config, self.config.auth.oidc
         self.vault = Vault(self.backend.kv, self.keys)
         self.links = LinkSigner(self.keys)
         self.link_tickets = LinkTickets(self.backend.kv)
         self.oauth = OAuthClient(self.vault, config.public_url)
+        # Kept as long as the sessions their sign-ins start.
+        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
+
+    def _build_approvals(self) -> ApprovalGate:
+        """Approvals: who hears of them, their timers, ends and audit log; the gate that wraps the triggers."""
+        config, oidc = self.config, self.config.auth.oidc
+        self.approval_notices = ApprovalNotices()
+        """Where the surfaces that reach approvers hear of approvals (runtime/approvers.py)."""
+        self.approval_notices.register(self.inbox)
+        self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
+        self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
+        self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
+        return ApprovalGate(
+            config.approvals,
+            config.elicitation.timeout_s,
+            self.backend.kv,
+            self.approval_notices,
+            self.approval_ends,
+            self.approval_timers,
+            config.groups,
+            self.signed_in_groups if oidc is not None else None,
+        )
+
+    def _build_runs(self, approvals: ApprovalGate) -> None:
+        """The triggers (MCP servers, A2A agents, delegations) behind the tool router, the runner, and
+        `Conversations`, the one door every surface goes through."""
+        config = self.config
         gate = CredentialGate(
             self.vault, self.oauth, self.broker, self.links, config.public_url, config.elicitation.timeout_s
         )
@@ -135,43 +176,23 @@ class Hub:
         )
         self.a2a_http = a2a_client()
         a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
-        delegations = [DelegateTrigger(agent, self.backend.runs) for agent in config.agents]
-        oidc = config.auth.oidc
-        # Kept as long as the sessions their sign-ins start.
-        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
-        self.approval_notices = ApprovalNotices()
-        """Where the surfaces that reach approvers hear of approvals (runtime/approvers.py)."""
-        self.approval_notices.register(self.inbox)
-        self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
-        self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
-        self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
-        approvals = ApprovalGate(
-            config.approvals,
-            config.elicitation.timeout_s,
-            self.backend.kv,
-            self.approval_notices,
-            self.approval_ends,
-            self.approval_timers,
-            config.groups,
-            self.signed_in_groups if oidc is not None else None,
-        )
         triggers: list[Trigger] = [
             *mcp_triggers(config.mcp_servers, shared),
             *a2a_triggers(config.a2a_agents, a2a),
-            *delegations,
+            *(DelegateTrigger(agent, self.backend.runs) for agent in config.agents),
         ]
         self.tools = ToolRouter([approvals.wrap(t) for t in triggers], {a.id: a.tools for a in config.agents})
         runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
-        for delegation in delegations:
-            delegation.run_child = runner.run_child
         self.conversations = Conversations(
             self.backend, self.broker, runner, self.stream, self.instance, groups=config.groups
         )
         self.answerable = Answerable(self.broker, config.groups)
         """Which open questions a person can answer (their own, and approvals routed to them)."""
         self.metrics.count_runs(self.conversations.running)
-        self.streams = OpenStreams()
-        """The chat streams being written; a shutdown ends them at once."""
+
+    def _build_identity(self) -> None:
+        """Who a request is: users' tokens, the OpenID provider's tokens and the widget's sessions at it."""
+        config, oidc = self.config, self.config.auth.oidc
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
         self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None
         self.oidc_client_secret = (
@@ -207,16 +228,24 @@ class Hub:
             self.oidc_client_secret,
             self.signed_in_groups,
         )
+
+    def _build_pages(self) -> None:
+        """The pages the hub hosts: admin, audit, inbox, and the sign-in a url-mode question links to."""
+        config, oidc = self.config, self.config.auth.oidc
         admins = Admins(config.admins, oidc.admin_group if oidc else None, self.identity, self.signed_in_groups)
         self.admin_pages = AdminPages(AdminQuestions(self.broker, self.backend.runs), admins)
         self.audit_pages = AuditPages(self.audit, admins)
         self.inbox_pages = InboxPages(
             self.inbox, self.answerable, self.identity, self.groups_of, self.streams, config.streams.keepalive_s
         )
-        agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.sign_in_pages = SignInPages(
             config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets
         )
+
+    def _build_surfaces(self) -> None:
+        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI, Slack when configured)."""
+        config, oidc = self.config, self.config.auth.oidc
+        agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.mcp = McpSurface(
             self.conversations,
             Tickets(self.backend.kv),
@@ -269,9 +298,6 @@ class Hub:
             *([self.slack] if self.slack is not None else []),
         ]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
-        self._sweeper: asyncio.Task[None] | None = None
-        self.draining = False
-        """Told to stop (SIGTERM): not ready for new traffic, still serving what comes for `server.drain_s`."""
 
     def _with_demo(self, config: Config) -> Config:
         """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents, whose

@@ -21,7 +21,7 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         if _declared_over(scope, self.max_bytes):
-            await refusal(self.max_bytes)(scope, receive, send)
+            await payload_too_large(self.max_bytes)(scope, receive, send)
             return
         received = 0
         too_large = started = False
@@ -50,7 +50,7 @@ class BodyLimit:
             if not too_large:
                 raise
         if too_large and not started:
-            await refusal(self.max_bytes)(scope, receive, send)
+            await payload_too_large(self.max_bytes)(scope, receive, send)
 
 
 def _declared_over(scope: Scope, max_bytes: int) -> bool:
@@ -58,7 +58,7 @@ def _declared_over(scope: Scope, max_bytes: int) -> bool:
     return declared is not None and declared.isdigit() and int(declared) > max_bytes
 
 
-def refusal(max_bytes: int) -> Response:
+def payload_too_large(max_bytes: int) -> Response:
     message = f"The request body is larger than {max_bytes} bytes (limits.max_body_bytes)."
     body = json.dumps({"error": {"code": "payload_too_large", "message": message}}).encode()
     return Response(body, status_code=413, headers={"content-type": "application/json"})

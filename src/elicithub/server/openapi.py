@@ -72,14 +72,14 @@ def stream(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 wire_routes = APIRouter()
-"""The routes served ahead of FastAPI (server/wire.py), for the documentation and for FastAPI's 405 to any other
+"""The routes served ahead of FastAPI (server/chat_routes.py), for the documentation and for FastAPI's 405 to any other
 method: a POST to one of these paths never reaches the functions below, which only lend FastAPI their signatures
 (the body each takes, its headers, what it answers)."""
 
 
 @wire_routes.post("/run/api/elicitation-responses", responses=errors(400, 401, 403, 404, 409, 410, 413, 422))
 async def elicitation_responses(body: ResponseBody) -> dict[str, str]:
-    raise NotImplementedError("served by elicithub.server.wire")
+    raise NotImplementedError("served by elicithub.server.chat_routes")
 
 
 @wire_routes.post(
@@ -93,7 +93,7 @@ async def chat_completions(
         str | None, Header(description="The conversation; a new one when absent.", json_schema_extra=ID)
     ] = None,
 ) -> Response:
-    raise NotImplementedError("served by elicithub.server.wire")
+    raise NotImplementedError("served by elicithub.server.chat_routes")
 
 
 @wire_routes.post(
@@ -102,4 +102,4 @@ async def chat_completions(
     responses=stream("The AI SDK UI message stream, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
 )
 async def ui_chat(body: UIChatBody) -> Response:
-    raise NotImplementedError("served by elicithub.server.wire")
+    raise NotImplementedError("served by elicithub.server.chat_routes")

@@ -19,7 +19,7 @@ from elicithub.errors import (
     PayloadTooLarge,
     SelfApprovalRefused,
 )
-from elicithub.surfaces import field_errors
+from elicithub.surfaces.gates import field_errors
 
 STATUSES: list[tuple[type[HubError], int]] = [
     (PayloadTooLarge, 413),

@@ -1,5 +1,5 @@
 """HTTP routes FastAPI serves: health, and reading a conversation's stream again. The chat and answer endpoints are
-served ahead of FastAPI (server/wire.py) and documented here."""
+served ahead of FastAPI (server/chat_routes.py) and documented here."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from fastapi import APIRouter, Header, Path, Request, Response
 
 from elicithub.server import openapi
 from elicithub.server.bodies import ID
+from elicithub.server.chat_routes import caller_of
 from elicithub.server.hub import Hub
 from elicithub.server.openapi import EventStream, stream
 from elicithub.server.streaming import parse_event_id, sse
-from elicithub.server.wire import caller_of
-from elicithub.surfaces.ui_stream import HEADERS as UI_HEADERS
-from elicithub.surfaces.ui_stream import UIMessageStreamWriter
+from elicithub.surfaces.chat.ui_stream import HEADERS as UI_HEADERS
+from elicithub.surfaces.chat.ui_stream import UIMessageStreamWriter
 
 ConversationIdPath = Annotated[str, Path(description="The conversation.", json_schema_extra=ID)]
 LastEventId = Annotated[

@@ -11,10 +11,10 @@ from elicithub.core.events import request_event
 from elicithub.core.runs import Message
 from elicithub.demo.launcher import SUGGESTIONS
 from elicithub.errors import IdentityUnavailable
+from elicithub.server.chat_routes import caller_of
 from elicithub.server.hub import Hub
 from elicithub.server.openapi import errors
 from elicithub.server.routes import ConversationIdPath
-from elicithub.server.wire import caller_of
 from elicithub.surfaces.pages import WEB_DIR, page
 
 STATIC_PATH = "/static"

@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 
 log = logging.getLogger(__name__)
 

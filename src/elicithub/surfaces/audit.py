@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from elicithub.runtime.audit import AuditLog, Filters
 from elicithub.server.openapi import ErrorBody
-from elicithub.surfaces.admin import Admins
+from elicithub.surfaces.pages.admin import Admins
 
 
 class AuditRecord(BaseModel):

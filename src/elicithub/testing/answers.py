@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import mcp_types as mt
 
 from elicithub.core.elicitation import Answer, Invalid, Resolve, decide, new_elicitation, utcnow
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.testing.errors import TestRunnerError
 from elicithub.testing.suite import Fixture

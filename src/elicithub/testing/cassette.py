@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict
 
 import yaml
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.testing.errors import TestRunnerError
 
 FORMAT = "elicithub-cassette/1"

@@ -19,12 +19,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from elicithub.protocol.mcp_rounds import RoundsExceeded, drive_rounds, is_full_round
 from elicithub.testing.answers import Answers, Asked, Person, TestFailure
 from elicithub.testing.cassette import CassetteError, cassette_path, read_cassette, write_cassette
 from elicithub.testing.expect import check
 from elicithub.testing.suite import LoadedSuite, ServerSpec, TestSpec
 from elicithub.testing.transport import Recording, Replay
-from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds, is_full_round
 
 CLIENT_INFO = mt.Implementation(name="elicithub-test", version="1")
 """How the runner names itself to servers: fixed, so cassettes do not change with elicithub's version."""

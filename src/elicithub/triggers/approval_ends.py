@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from elicithub.core.approval import OnTimeout, edited
 from elicithub.core.elicitation import Elicitation, Outcome, State
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import ElicitationStore, Entry, KeyValueStore
 from elicithub.runtime.approvers import ApprovalNotices, asked_of
 from elicithub.runtime.audit import AuditLog

@@ -9,18 +9,15 @@ the parent's resumed call continues that child from where it stopped instead of 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
 from elicithub.config import AgentConfig
 from elicithub.core.elicitation import new_id
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import RunStore
 from elicithub.core.runs import CHILD_RUN, RunRecord
 from elicithub.runtime.loop import last_words
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
-
-RunChild = Callable[[RunRecord, CallContext, bool], Awaitable[ToolOutcome]]
 
 TOOL = "delegate"
 SCHEMA = {
@@ -31,12 +28,11 @@ SCHEMA = {
 
 
 class DelegateTrigger:
-    """One agent, offered to others as a tool. `run_child` is the runner's (set once the runner exists)."""
+    """One agent, offered to others as a tool; the runner runs the child run (the call's `run_child`)."""
 
     def __init__(self, agent: AgentConfig, runs: RunStore) -> None:
         self.agent = agent
         self.runs = runs
-        self.run_child: RunChild | None = None
 
     @property
     def prefix(self) -> str:
@@ -50,7 +46,8 @@ class DelegateTrigger:
         message = arguments.get("message")
         if tool != TOOL or not isinstance(message, str) or not message.strip():
             return ToolOutcome(f'{self.agent.id}.{TOOL} takes {{"message": string}}.', is_error=True)
-        assert self.run_child is not None, "the runner sets run_child"
+        run_child = context.run_child
+        assert run_child is not None, "the runner hands every call its run_child"
         resume = context.asker.resume_from() if context.asker is not None else None
         child = None
         if resume is not None and resume.trigger == "delegate" and resume.child_run_id is not None:
@@ -58,7 +55,7 @@ class DelegateTrigger:
         if child is not None and child.status == "finished":
             return ToolOutcome(last_words(child.messages))
         if child is not None:
-            return await self.run_child(child, context, True)
+            return await run_child(child, context, True)
         child = RunRecord(
             new_id("run"),
             context.conversation_id,
@@ -74,7 +71,7 @@ class DelegateTrigger:
         await self.runs.save(child)
         if context.asker is not None:
             await context.asker.checkpoint("delegate", {CHILD_RUN: child.run_id})
-        return await self.run_child(child, context, False)
+        return await run_child(child, context, False)
 
     async def close(self) -> None:
         return None

@@ -13,7 +13,7 @@ from asyncpg.pool import PoolConnectionProxy
 from elicithub.core.ports import Added
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.postgres.db import PostgresDb
-from elicithub.store.postgres.schema import PURGE_BATCH
+from elicithub.store.steps import purge_in_batches
 
 GET = """
 SELECT c.data, (SELECT coalesce(max(m.pos) + 1, 0) FROM elicithub_conversation_messages m WHERE m.key = $1)
@@ -162,9 +162,8 @@ class PostgresConversations:
 
     async def purge(self, idle_before: float) -> int:
         pool = await self._db.pool()
-        count = 0
-        while True:
-            deleted = int(await pool.fetchval(PURGE, idle_before, PURGE_BATCH))
-            count += deleted
-            if deleted < PURGE_BATCH:
-                return count
+
+        async def delete_batch(limit: int) -> int:
+            return int(await pool.fetchval(PURGE, idle_before, limit))
+
+        return await purge_in_batches(delete_batch)

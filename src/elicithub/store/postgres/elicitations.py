@@ -17,7 +17,7 @@ from datetime import datetime
 from elicithub.core.bus import EventBus
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved
 from elicithub.store.postgres.db import PostgresDb, rows
-from elicithub.store.postgres.schema import PURGE_BATCH
+from elicithub.store.steps import purge_in_batches
 
 RESOLVED = "elicithub_resolved_"
 """How each client's NOTIFY channel begins (the rest is its own random part): the ids of elicitations it waits on
@@ -101,12 +101,11 @@ class PostgresElicitations:
 
     async def purge(self, resolved_before: datetime) -> int:
         pool = await self._db.pool()
-        count = 0
-        while True:
-            deleted = rows(await pool.execute(PURGE, resolved_before.timestamp(), PURGE_BATCH))
-            count += deleted
-            if deleted < PURGE_BATCH:
-                return count
+
+        async def delete_batch(limit: int) -> int:
+            return rows(await pool.execute(PURGE, resolved_before.timestamp(), limit))
+
+        return await purge_in_batches(delete_batch)
 
     async def resolutions(self) -> AsyncGenerator[str | None, None]:
         await self._db.pool()

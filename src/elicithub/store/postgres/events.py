@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.listener import APPENDED

@@ -7,7 +7,7 @@ import time
 
 from elicithub.core.ports import Entry
 from elicithub.store.postgres.db import PostgresDb
-from elicithub.store.postgres.schema import PURGE_BATCH
+from elicithub.store.steps import PURGE_BATCH
 
 PUT = """
 INSERT INTO elicithub_kv (key, value, expires_at) VALUES ($1, $2, $3)

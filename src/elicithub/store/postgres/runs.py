@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message, RunRecord, conversation_key
 from elicithub.store.postgres.conversations import HISTORY, commit
 from elicithub.store.postgres.db import PostgresDb, rows
-from elicithub.store.postgres.schema import PURGE_BATCH
+from elicithub.store.steps import history_of, purge_in_batches, run_without_reading
 
 SAVE = """
 INSERT INTO elicithub_runs (run_id, status, owner, updated_at, data) VALUES ($1, $2, $3, $4, $5)
@@ -64,13 +64,10 @@ class PostgresRuns:
         if row is None:
             return None
         data = _data(row)
-        if not messages:
-            return RunRecord.from_json(data, messages=False)
-        count = data.get("history", 0)
-        if len(known) >= count:
-            return RunRecord.from_json(data, known[:count])
+        if (run := run_without_reading(data, messages=messages, known=known)) is not None:
+            return run
         key = conversation_key(data["user_id"], data["conversation_id"])
-        return RunRecord.from_json(data, json.loads(await pool.fetchval(HISTORY, key, count)))
+        return RunRecord.from_json(data, json.loads(await pool.fetchval(HISTORY, key, history_of(data))))
 
     async def claim(self, run_id: str, expected_owner: str, owner: str) -> bool:
         pool = await self._db.pool()
@@ -83,12 +80,11 @@ class PostgresRuns:
 
     async def purge(self, finished_before: float) -> int:
         pool = await self._db.pool()
-        count = 0
-        while True:
-            deleted = rows(await pool.execute(PURGE, finished_before, PURGE_BATCH))
-            count += deleted
-            if deleted < PURGE_BATCH:
-                break
+
+        async def delete_batch(limit: int) -> int:
+            return rows(await pool.execute(PURGE, finished_before, limit))
+
+        count = await purge_in_batches(delete_batch)
         await pool.execute(FORGET_GONE)
         return count
 

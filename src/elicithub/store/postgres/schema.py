@@ -13,9 +13,6 @@ import asyncpg
 
 from elicithub.errors import StoreUnusable
 
-PURGE_BATCH = 2000
-"""Rows one purge statement deletes at most, so a backlog never holds locks on many rows at once."""
-
 MIGRATIONS: tuple[str, ...] = (
     # 1: every record kind, with an index for each query the hub runs on a hot path or in its sweeps.
     """

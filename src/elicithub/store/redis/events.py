@@ -20,7 +20,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.store.redis.appends import APPEND_LEASE_S, LEASE, PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
 from elicithub.store.write_behind import Appends, WriteBehind

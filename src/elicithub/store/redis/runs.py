@@ -12,6 +12,7 @@ import redis.asyncio as redis
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.redis.client import PREFIX
 from elicithub.store.redis.conversations import WRITE, decode, messages_key, partial_json
+from elicithub.store.steps import history_of, run_without_reading
 
 FINISHED_TTL_S = 24 * 3600
 
@@ -85,11 +86,9 @@ class RedisRuns:
         if raw is None:
             return None
         data = {**json.loads(raw), "owner": owner or ""}
-        if not messages:
-            return RunRecord.from_json(data, messages=False)
-        count = data.get("history", 0)
-        if len(known) >= count:
-            return RunRecord.from_json(data, known[:count])
+        if (run := run_without_reading(data, messages=messages, known=known)) is not None:
+            return run
+        count = history_of(data)
         key = messages_key(conversation_key(data["user_id"], data["conversation_id"]))
         return RunRecord.from_json(data, decode(await self._redis.lrange(key, 0, count - 1)))
 

@@ -12,7 +12,7 @@ from elicithub.core.ports import Added
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.events import SqliteEvents
-from elicithub.store.sqlite.schema import PURGE_BATCH
+from elicithub.store.steps import PURGE_BATCH
 
 _COUNT = "SELECT coalesce(max(pos) + 1, 0) FROM conversation_messages WHERE key = ?"
 

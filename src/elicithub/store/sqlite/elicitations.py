@@ -12,7 +12,8 @@ from typing import Any
 from elicithub.core.elicitation import Answer, Elicitation, State, resolved
 from elicithub.store.notices import LocalResolutions
 from elicithub.store.sqlite.db import SqliteDb
-from elicithub.store.sqlite.schema import PURGE_BATCH, SCHEMA
+from elicithub.store.sqlite.schema import SCHEMA
+from elicithub.store.steps import PURGE_BATCH
 
 
 class SqliteElicitations:

@@ -12,7 +12,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.write_behind import Appends, WriteBehind

@@ -8,7 +8,7 @@ import time
 
 from elicithub.core.ports import Entry
 from elicithub.store.sqlite.db import SqliteDb
-from elicithub.store.sqlite.schema import PURGE_BATCH
+from elicithub.store.steps import PURGE_BATCH
 
 PURGE_EVERY = 256
 """Adds between two purges of every list's expired entries (an add removes its own list's)."""

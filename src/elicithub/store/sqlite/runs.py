@@ -11,7 +11,7 @@ from typing import Any
 from elicithub.core.runs import Message, RunRecord, conversation_key
 from elicithub.store.sqlite.conversations import commit, read_messages
 from elicithub.store.sqlite.db import SqliteDb
-from elicithub.store.sqlite.schema import PURGE_BATCH
+from elicithub.store.steps import PURGE_BATCH, history_of, run_without_reading
 
 
 class SqliteRuns:
@@ -36,13 +36,10 @@ class SqliteRuns:
             if row is None:
                 return None
             data = json.loads(row[0])
-            if not messages:
-                return RunRecord.from_json(data, messages=False)
-            count = data.get("history", 0)
-            if len(known) >= count:
-                return RunRecord.from_json(data, known[:count])
+            if (run := run_without_reading(data, messages=messages, known=known)) is not None:
+                return run
             key = conversation_key(data["user_id"], data["conversation_id"])
-            return RunRecord.from_json(data, read_messages(db, key, count))
+            return RunRecord.from_json(data, read_messages(db, key, history_of(data)))
 
         return await self._run(read)
 

@@ -4,9 +4,6 @@ table of their own, and read from there until its next write moves them)."""
 
 from __future__ import annotations
 
-PURGE_BATCH = 2000
-"""Rows one purge deletes at most: it runs on the event loop, so a backlog goes a batch per sweep (every few s)."""
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS elicitations (
     id TEXT PRIMARY KEY,

@@ -15,7 +15,7 @@ from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent,
 from elicithub.runtime.approvers import asked_of, named
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces.slack import approval_blocks, blocks
-from elicithub.surfaces.slack.records import Question, SlackRecords, Thread
+from elicithub.surfaces.slack.records import PostedQuestion, SlackRecords, Thread
 
 NOT_OPEN = "This question is no longer open."
 
@@ -65,7 +65,7 @@ class Questions:
             channel=thread.channel, thread_ts=thread.thread_ts, text=text, blocks=shown
         )
         server = str(elicitation.context.get("serverId") or "")
-        question = Question(
+        question = PostedQuestion(
             elicitation.id,
             str(posted["channel"]),
             str(posted["ts"]),
@@ -89,7 +89,7 @@ class Questions:
         await self.client.chat_update(channel=question.channel, ts=question.ts, text=text, blocks=shown)
         await self.records.save_question(replace(question, outcome=outcome))
 
-    async def hand_link(self, question: Question, elicitation: Elicitation) -> None:
+    async def hand_link(self, question: PostedQuestion, elicitation: Elicitation) -> None:
         """Send the sign-in link to the asked person only. A hub sign-in link gets a ticket of its own: opened
         without a hub session (as from Slack), it is accepted once."""
         url = elicitation.url or ""
@@ -105,7 +105,7 @@ class Questions:
 
     # -- a person acts
 
-    async def asked(self, elicitation_id: str, slack_user: str) -> tuple[Question, Elicitation]:
+    async def asked(self, elicitation_id: str, slack_user: str) -> tuple[PostedQuestion, Elicitation]:
         """The question and its elicitation, if `slack_user` is the one it was asked of and it is still open."""
         question = await self.records.question(elicitation_id)
         if question is None:
@@ -157,7 +157,7 @@ class Questions:
             return {"response_action": "update", "view": blocks.notice_view("Not answered", str(exc))}
         return {}
 
-    async def respond(self, question: Question, answer: Answer) -> None:
+    async def respond(self, question: PostedQuestion, answer: Answer) -> None:
         """Answer through the conversation service, as the asked hub user; raises InvalidContent or QuestionRefused."""
         try:
             await self.conversations.answer(_caller(question), question.elicitation_id, answer)
@@ -175,7 +175,7 @@ class Questions:
         await self.client.chat_postEphemeral(channel=channel, user=slack_user, thread_ts=thread_ts, text=text)
 
 
-def _caller(question: Question) -> Caller:
+def _caller(question: PostedQuestion) -> Caller:
     """The hub user a question was asked of, answering from Slack."""
     return Caller(question.user_id, supports_elicitation=True, surface="slack")
 

@@ -29,7 +29,7 @@ class Thread:
 
 
 @dataclass(frozen=True)
-class Question:
+class PostedQuestion:
     """A question's message in a thread: enough to check who may answer it and to show how it ended."""
 
     elicitation_id: str
@@ -79,11 +79,11 @@ class SlackRecords:
     async def save_thread(self, conversation_key: str, thread: Thread) -> None:
         await self._put(f"thread:{conversation_key}", asdict(thread))
 
-    async def question(self, elicitation_id: str) -> Question | None:
+    async def question(self, elicitation_id: str) -> PostedQuestion | None:
         data = await self._get(f"question:{elicitation_id}")
-        return None if data is None else Question(**data)
+        return None if data is None else PostedQuestion(**data)
 
-    async def save_question(self, question: Question) -> None:
+    async def save_question(self, question: PostedQuestion) -> None:
         await self._put(f"question:{question.elicitation_id}", asdict(question))
 
     async def add_dm(self, elicitation_id: str, dm: DirectMessage, keep_s: float) -> None:

@@ -20,7 +20,7 @@ from a2a.utils.constants import TransportProtocol
 from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Answer
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.errors import HubError, QuestionRefused
 from elicithub.runtime.asker import Asker

@@ -21,7 +21,7 @@ from elicithub.config import A2aAgentConfig
 from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Action, Elicitation, Outcome, new_elicitation, utcnow
 from elicithub.core.events import AnswerEvent
-from elicithub.core.jsonwire import JsonObject, whole_numbers
+from elicithub.core.jsoncodec import JsonObject, whole_numbers
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext, cannot_ask

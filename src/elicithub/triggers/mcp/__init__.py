@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx2
 
 from elicithub.config import McpServerConfig
+from elicithub.protocol.mcp_rounds import EmptyRound, RoundsExceeded, drive_rounds, is_input_required
 from elicithub.triggers.http import pooled_client
 from elicithub.triggers.mcp.questions import Question
-from elicithub.triggers.mcp.rounds import EmptyRound, RoundsExceeded, drive_rounds, is_input_required
 from elicithub.triggers.mcp.server import McpServerTrigger, McpShared
 from elicithub.triggers.mcp.transport import OneRequestFails
 

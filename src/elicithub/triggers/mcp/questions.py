@@ -10,7 +10,7 @@ import mcp_types as mt
 
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Action, Elicitation, Outcome, QuestionContext, new_elicitation
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused

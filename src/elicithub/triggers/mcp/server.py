@@ -21,20 +21,20 @@ from mcp.shared.exceptions import MCPError
 
 from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import Message, Pause
 from elicithub.errors import QuestionRefused
+from elicithub.protocol.mcp_rounds import RoundsExceeded, drive_rounds
+from elicithub.protocol.mcp_task_requests import TasksClientExtension
+from elicithub.protocol.mcp_tasks import TaskHandle
 from elicithub.runtime.models import Model, ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
-from elicithub.task_wire import TaskHandle
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.questions import Question
-from elicithub.triggers.mcp.rounds import RoundsExceeded, drive_rounds
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
-from elicithub.triggers.mcp.task_wire import TasksExtension
 from elicithub.triggers.mcp.tasks import Sleep, TaskFollower, TaskProgress, is_task_pause, start_core_task
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class McpServerTrigger:
             list_roots_callback=_no_roots,
             client_info=CLIENT_INFO,
             cache=None,
-            extensions=[TasksExtension()] if self.server.tasks != "off" else None,
+            extensions=[TasksClientExtension()] if self.server.tasks != "off" else None,
         )
 
     @contextlib.asynccontextmanager

@@ -16,13 +16,11 @@ import mcp_types as mt
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from elicithub.core.jsonwire import JsonObject
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.errors import QuestionRefused
-from elicithub.task_wire import UNKNOWN_TASK, TaskHandle, TaskParams, TaskSnapshot, UpdateParams
-from elicithub.triggers.mcp.questions import Question
-from elicithub.triggers.mcp.rounds import RoundsExceeded
-from elicithub.triggers.mcp.task_wire import (
+from elicithub.protocol.mcp_rounds import RoundsExceeded
+from elicithub.protocol.mcp_task_requests import (
     Anything,
     CancelTask,
     GetTask,
@@ -31,6 +29,8 @@ from elicithub.triggers.mcp.task_wire import (
     TaskResult,
     UpdateTask,
 )
+from elicithub.protocol.mcp_tasks import UNKNOWN_TASK, TaskHandle, TaskParams, TaskSnapshot, UpdateParams
+from elicithub.triggers.mcp.questions import Question
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Wire shapes that both sides of a protocol share (MCP tasks, MRTR rounds): one home, one name each."""

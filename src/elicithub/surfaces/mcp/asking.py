@@ -1,0 +1,93 @@
+"""How the hub's MCP surface puts a run's questions to its client, in either era: the `elicitation/create` requests a
+round or a task carries, a question asked back on a 2025-11-25 session (on the stream of the request that waits for
+it), and the call's result when the run ends."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import mcp_types as mt
+from mcp.server.session import ServerSession
+from mcp.shared.message import ServerMessageMetadata
+
+from elicithub.core.elicitation import Answer, Elicitation
+from elicithub.errors import AlreadyResolved, Expired, InvalidContent
+from elicithub.protocol.mcp_tasks import RELATED_TASK
+from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces.pauses import Ended
+
+
+def modes_of(capabilities: mt.ClientCapabilities | None) -> set[str]:
+    """The elicitation modes a client can show: an empty `elicitation` object means form (MCP 2025-11-25)."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return set()
+    modes = {m for m, on in (("form", elicitation.form), ("url", elicitation.url)) if on is not None}
+    return modes or {"form"}
+
+
+def elicit_request(elicitation: Elicitation, related_task: str | None = None) -> mt.ElicitRequest:
+    """The question as `elicitation/create`; `related_task` marks it as asked for that 2025-11-25 task."""
+    meta: Any = {RELATED_TASK: {"taskId": related_task}} if related_task is not None else None
+    if elicitation.mode == "url":
+        assert elicitation.url is not None
+        params: mt.ElicitRequestParams = mt.ElicitRequestURLParams(
+            message=elicitation.message, url=elicitation.url, elicitation_id=elicitation.id, _meta=meta
+        )
+    else:
+        params = mt.ElicitRequestFormParams(
+            message=elicitation.message,
+            requested_schema=elicitation.requested_schema or {"type": "object"},
+            _meta=meta,
+        )
+    return mt.ElicitRequest(params=params)
+
+
+def call_result(conversation_id: str, ended: Ended, modes: set[str]) -> mt.CallToolResult:
+    """The agent's answer as the tool's result. A tool that failed while this client could not be asked anything
+    makes it an error (the tool may have needed the questions the client never declared it could show)."""
+    return mt.CallToolResult(
+        content=[mt.TextContent(type="text", text=ended.text)],
+        structured_content={"conversationId": conversation_id},
+        is_error=ended.error or (not modes and ended.tool_failed),
+    )
+
+
+def ends_with_sign_in(elicitation: Elicitation, answer: Answer) -> bool:
+    """Whether the client's answer leaves the question open until a sign-in completes: `accept` on a url question
+    only says the person agreed to open the link (MCP 2025-11-25). The hub's own sign-ins (and an A2A agent's) end
+    when the sign-in does, so the call waits for that; a downstream MCP server's link is that server's to follow up,
+    so the `accept` is its answer, passed on at once."""
+    return (
+        elicitation.mode == "url"
+        and answer.action == "accept"
+        and elicitation.context.get("trigger") != "mcp_elicitation"
+    )
+
+
+async def ask_back(
+    conversations: Conversations,
+    session: ServerSession,
+    request_id: mt.RequestId | None,
+    caller: Caller,
+    elicitation: Elicitation,
+    related_task: str | None = None,
+) -> None:
+    """Ask the question on the stream of request `request_id` and take the client's answer as the person's."""
+    via = ServerMessageMetadata(related_request_id=request_id)
+    result = await session.send_request(elicit_request(elicitation, related_task), mt.ElicitResult, metadata=via)
+    answer = Answer(result.action, result.content if result.action == "accept" else None)
+    if ends_with_sign_in(elicitation, answer):
+        resolution = await conversations.wait(caller, elicitation.id)
+        if resolution.outcome == "accepted":
+            await session.send_elicit_complete(elicitation.id, request_id)
+        return
+    try:
+        await conversations.answer(caller, elicitation.id, answer)
+    except InvalidContent:
+        # The client's form let through what the question does not take: the question is cancelled.
+        with contextlib.suppress(AlreadyResolved, Expired):
+            await conversations.answer(caller, elicitation.id, Answer("cancel"))
+    except (AlreadyResolved, Expired):
+        pass
