@@ -16,7 +16,7 @@ import pytest
 from tests.auth.conftest import Browser
 from tests.conftest import HubFactory, RunningHub
 
-AGUI = Path(__file__).resolve().parent.parent / "agui"
+AGUI = Path(__file__).resolve().parents[2] / "agui"
 BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})
 
 pytestmark = pytest.mark.skipif(

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import RunningHub
 
-AISDK = Path(__file__).resolve().parent.parent / "aisdk"
+AISDK = Path(__file__).resolve().parents[2] / "aisdk"
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None or not (AISDK / "node_modules").exists(),
