@@ -272,7 +272,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     await opened.close()
 
 
-async def until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
+async def until(condition: Callable[[], bool], timeout_s: float = DEADLINE_S) -> None:
     """Until `condition` holds: for state another task reaches through I/O, which offers no event to wait on. The
     deadline only ends a test that would hang; nothing here depends on how fast the machine is."""
     with anyio.fail_after(timeout_s):

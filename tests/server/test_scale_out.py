@@ -24,7 +24,7 @@ from elicithub.core.elicitation import utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.store import open_backend
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
-from tests.core_fixtures import BusSink, PostgresServer, RedisServer, question
+from tests.core_fixtures import DEADLINE_S, BusSink, PostgresServer, RedisServer, question
 
 DB = 1  # the store tests empty database 0 for every test
 ADMIN = {"id": "carol", "token": "carol-secret"}
@@ -336,7 +336,7 @@ async def wait_on(broker: Broker, timeout_s: float) -> tuple[asyncio.Task[Resolu
     e = question(timeout_s, conversation_id="conv_scale", message="How many replicas?")
     async with broker.events.bus.subscribe(e.run_id) as queue:
         task = asyncio.create_task(broker.request(e))
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await queue.get() == ElicitationRequested(e)
     return task, e.id, e.run_id
 

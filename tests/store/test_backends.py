@@ -11,6 +11,7 @@ import pytest
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord
 from elicithub.store import open_backend
+from tests.core_fixtures import DEADLINE_S
 
 pytestmark = pytest.mark.anyio
 
@@ -84,7 +85,7 @@ async def test_a_waiting_reader_wakes_on_an_append_and_times_out_without_one(bac
     await asyncio.sleep(0.1)
     assert not waiting.done()
     await log.append("k", {"n": 1})
-    with anyio.fail_after(5):
+    with anyio.fail_after(DEADLINE_S):
         assert await waiting == [(2, {"n": 1})]
 
 
@@ -118,7 +119,7 @@ async def test_a_waiting_reader_wakes_on_a_post(backend: Backend) -> None:
     await asyncio.sleep(0.1)
     assert not waiting.done()
     log.post("k", {"n": 0})
-    with anyio.fail_after(5):
+    with anyio.fail_after(DEADLINE_S):
         assert await waiting == [(1, {"n": 0})]
 
 
@@ -129,7 +130,7 @@ async def test_a_reader_on_one_hub_wakes_on_a_post_by_another(shared_url: str) -
         await asyncio.sleep(0.1)
         other.events.post("k", {"n": 1}, followed=False)
         other.events.post("k", {"n": 2}, followed=False)
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             found = await waiting
             while len(found) < 2:
                 found += await one.events.wait("k", after=found[-1][0], timeout_s=30)
@@ -145,7 +146,7 @@ async def test_a_reader_on_one_hub_wakes_on_an_append_by_another(shared_url: str
         waiting = asyncio.create_task(one.events.wait("k", after=0, timeout_s=30))
         await asyncio.sleep(0.1)
         await other.events.append("k", {"from": "other"})
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await waiting == [(1, {"from": "other"})]
         assert await one.conversations.put(conversation(), None)
         assert not await other.conversations.put(conversation(), None)

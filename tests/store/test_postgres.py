@@ -28,7 +28,7 @@ from elicithub.store.postgres import (
     runs,
 )
 from elicithub.store.postgres.schema import LATEST, MIGRATIONS, migrate, version
-from tests.core_fixtures import PostgresServer
+from tests.core_fixtures import DEADLINE_S, PostgresServer
 from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
@@ -111,7 +111,7 @@ async def test_a_database_of_the_previous_version_gets_only_the_new_step_and_kee
         found = await backend.conversations.get("c1")
         assert found is not None and found.messages == said
         async with contextlib.aclosing(backend.elicitations.resolutions()) as notices:
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 assert await anext(notices) is None
                 assert await backend.elicitations.watch(e.id) == e  # the hub that resumes its run waits on it
                 assert await other.elicitations.transition(e.id, State.DECLINED, Answer("decline"), NOW)
@@ -186,7 +186,7 @@ async def test_a_reader_waiting_while_the_listener_is_down_catches_up_when_it_li
             waiting = asyncio.create_task(reader.events.wait("k", after=1, timeout_s=30))
             await asyncio.sleep(0.2)
             await writer.events.append("k", {"n": 2})
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 assert await waiting == [(2, {"n": 2})]
         finally:
             await writer.close()
@@ -216,7 +216,7 @@ async def test_only_the_clients_that_wait_on_a_question_hear_its_end(three: tupl
         contextlib.aclosing(b.resolutions()) as heard_by_b,
         contextlib.aclosing(c.resolutions()) as heard_by_c,
     ):
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert [await anext(heard_by_a), await anext(heard_by_b), await anext(heard_by_c)] == [None] * 3
             watched = await c.watch(first.id)
             assert watched is not None and watched.state is State.PENDING
@@ -284,7 +284,7 @@ async def test_an_answer_on_another_hub_wakes_the_waiter_within_milliseconds(pos
             await here.elicitations.put(e)  # the hub that asks waits on it
             started = time.perf_counter()
             assert await there.elicitations.transition(e.id, State.DECLINED, None, utcnow())
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 assert await anext(notices) == e.id
             latencies.append(time.perf_counter() - started)
         await notices.aclose()

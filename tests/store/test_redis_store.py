@@ -19,7 +19,7 @@ from elicithub.errors import StoreUnusable
 from elicithub.store import RedisElicitations, open_backend
 from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED
 from elicithub.store.redis.events import RedisEvents
-from tests.core_fixtures import RedisServer, until
+from tests.core_fixtures import DEADLINE_S, RedisServer, until
 from tests.store.test_stores import NOW, make
 
 pytestmark = pytest.mark.anyio
@@ -69,7 +69,7 @@ async def test_a_transition_through_one_client_is_heard_by_the_other(
     await a.put(first)
     await a.put(second)
     async with contextlib.aclosing(a.resolutions()) as heard_by_a:
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await anext(heard_by_a) is None
             assert await b.transition(first.id, State.ACCEPTED, Answer("accept", {"region": "eu"}), NOW)
             assert await a.transition(first.id, State.DECLINED, Answer("decline"), NOW) is False
@@ -94,7 +94,7 @@ async def test_only_the_clients_that_wait_on_a_question_hear_its_end(
             contextlib.aclosing(b.resolutions()) as heard_by_b,
             contextlib.aclosing(c.resolutions()) as heard_by_c,
         ):
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 assert [await anext(heard_by_a), await anext(heard_by_b), await anext(heard_by_c)] == [None] * 3
                 watched = await c.watch(first.id)
                 assert watched is not None and watched.state is State.PENDING
@@ -139,7 +139,7 @@ async def test_notices_stay_within_their_database(redis_server: RedisServer, red
         await one.put(in_one)
         assert await one.get(in_zero.id) is None
         async with contextlib.aclosing(one.resolutions()) as heard_in_one:
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 assert await anext(heard_in_one) is None
                 assert await zero.transition(in_zero.id, State.EXPIRED, None, NOW)
                 assert await one.transition(in_one.id, State.EXPIRED, None, NOW)
@@ -285,10 +285,10 @@ async def test_a_hub_following_its_own_log_also_gets_another_hubs_appends_in_ord
         waiting = asyncio.create_task(one.events.wait("k", after=1, timeout_s=30))
         await leased(redis_url, "k")  # the reader listens (an append before that is read by its first look)
         assert await other.events.append("k", {"n": 2}) == 2
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await waiting == [(2, {"n": 2})]
         assert await one.events.append("k", {"n": 3}) == 3
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await one.events.wait("k", after=2, timeout_s=30) == [(3, {"n": 3})]
         assert [seq for seq, _ in await one.events.read("k")] == [1, 2, 3]
         assert [seq for seq, _ in await other.events.read("k")] == [1, 2, 3]
@@ -316,7 +316,7 @@ async def test_a_post_redis_refuses_is_logged_and_stored_once_redis_takes_it(red
             client.set("elicithub:events:k", "not a stream")  # every write of the log fails while this is there
             backend.events.post("k", {"n": 1})
             backend.events.post("k", {"n": 2})
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 await failed.wait()
             client.delete("elicithub:events:k")
         with anyio.fail_after(10):
@@ -350,7 +350,7 @@ async def test_the_hub_running_a_run_listens_to_its_log_and_a_hub_announcing_an_
         with redis.Redis.from_url(redis_url, decode_responses=True) as client:
             assert len(client.hgetall("elicithub:watch:k")) == 1  # the reader's lease
             answering.events.post("k", {"n": 1}, followed=False)
-            with anyio.fail_after(5):
+            with anyio.fail_after(DEADLINE_S):
                 assert await waiting == [(1, {"n": 1})]
             assert len(client.hgetall("elicithub:watch:k")) == 1  # still only the reader's
             running.events.post("other", {"n": 1})  # a run of its own: its lease is taken along

@@ -21,7 +21,7 @@ from elicithub.store import (
     SqliteElicitations,
     open_backend,
 )
-from tests.core_fixtures import question
+from tests.core_fixtures import DEADLINE_S, question
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 """The real clock at import, not a fixed date: Redis gives an elicitation a safety-net expiry from its deadline, and one
@@ -127,7 +127,7 @@ async def test_resolutions_start_with_none_then_name_each_elicitation_that_won_a
     for e in (first, second):
         await store.put(e)
     async with contextlib.aclosing(store.resolutions()) as notices:
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await anext(notices) is None  # listening from here on
             assert await store.transition(first.id, State.DECLINED, Answer("decline"), NOW)
             assert await store.transition(first.id, State.CANCELLED, Answer("cancel"), NOW) is False
@@ -142,7 +142,7 @@ async def test_a_watch_reads_the_question_and_its_end_is_heard(store: Store) -> 
     e = make()
     await store.put(e)
     async with contextlib.aclosing(store.resolutions()) as notices:
-        with anyio.fail_after(5):
+        with anyio.fail_after(DEADLINE_S):
             assert await anext(notices) is None
             assert await store.watch(e.id) == e
             assert await store.watch("eli_missing") is None
