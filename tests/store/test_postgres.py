@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -273,23 +272,19 @@ async def test_after_listening_again_a_client_hears_the_ends_of_its_questions(
             assert await anext(heard_by_a) == e.id
 
 
-async def test_an_answer_on_another_hub_wakes_the_waiter_within_milliseconds(postgres_url: str) -> None:
+async def test_an_answer_on_another_hub_wakes_the_waiter_by_its_notice(postgres_url: str) -> None:
+    # How fast the notice comes is measured in bench/, not here: a test does not time things.
     here, there = open_backend(postgres_url), open_backend(postgres_url)
     try:
         notices = here.elicitations.resolutions()
         assert await anext(notices) is None
-        latencies = []
         for _ in range(20):
             e = make()
             await here.elicitations.put(e)  # the hub that asks waits on it
-            started = time.perf_counter()
             assert await there.elicitations.transition(e.id, State.DECLINED, None, utcnow())
             with anyio.fail_after(DEADLINE_S):
                 assert await anext(notices) == e.id
-            latencies.append(time.perf_counter() - started)
         await notices.aclose()
-        # The bound is p50 <= 5 ms on loopback; a busy test machine gets ten times that.
-        assert sorted(latencies)[len(latencies) // 2] < 0.05
     finally:
         await here.close()
         await there.close()
