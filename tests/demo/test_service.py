@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -14,19 +15,17 @@ import httpx
 import pytest
 
 from elicithub.config import ConfigError, parse_config
-from tests.conftest import USERS, RunningHub, sse_data, wait_for_port
+from tests.conftest import USERS, RunningHub, eventually, sse_data
 
 COMMAND = [sys.executable, "-c", "from elicithub.cli import main; main()", "demo", "servers"]
 
 
 def four_free_ports() -> int:
-    """The first of four consecutive ports that nothing listens on now."""
+    """The first of four consecutive ports that nothing listens on now, below the kernel's range for outgoing
+    connections (32768 and up): a connection another test opens meanwhile cannot take one of them before the
+    service binds it."""
     while True:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            first: int = probe.getsockname()[1]
-        if first > 65530:
-            continue
+        first = random.randrange(20000, 32760)
         held = []
         try:
             for port in range(first, first + 4):
@@ -41,14 +40,25 @@ def four_free_ports() -> int:
         return first
 
 
+def listens(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
 class DemoService:
     def __init__(self, port: int, *options: str) -> None:
         self.port = port
         self.process = subprocess.Popen(
             [*COMMAND, "--port", str(port), *options], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        for offset in range(4):
-            wait_for_port(port + offset, timeout=120)  # a busy machine takes its time to import it all
+        for each in range(port, port + 4):
+            # A busy machine takes its time to import it all; a service that exited fails at once, with its output.
+            eventually(lambda p=each: self.process.poll() is not None or listens(p), "the service listens", 120)
+            if self.process.poll() is not None:
+                pytest.fail(f"the demo service exited with {self.process.returncode}:\n{self.process.communicate()[0]}")
 
     def stop(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGTERM)
