@@ -123,14 +123,16 @@ async def start_demo(
     travel_port: int = 0,
     token_ttl: float = 3600.0,
     public_host: str | None = None,
+    bound: list[socket.socket] | None = None,
 ) -> AsyncIterator[Demo]:
     """Serve the demo servers until the block exits; a port of 0 picks a free one. `public_host` is the name others
     reach them by (the tracker's OAuth issuer and the travel agent's card say it), when that is not `host`: a
-    service name when they listen on 0.0.0.0 in a container."""
-    sockets: list[socket.socket] = []
+    service name when they listen on 0.0.0.0 in a container. `bound`: the four sockets (tracker, deploy, release,
+    travel) already bound (`bind`), instead of the ports; closed with the servers."""
+    sockets: list[socket.socket] = list(bound or [])
     try:
-        for port in (tracker_port, deploy_port, release_port, travel_port):
-            sockets.append(_bind(host, port))
+        for port in (tracker_port, deploy_port, release_port, travel_port)[len(sockets) :]:
+            sockets.append(bind(host, port))
     except OSError:
         for sock in sockets:
             sock.close()
@@ -199,7 +201,9 @@ def _error(task: asyncio.Task[None]) -> BaseException | None:
     return None if task.cancelled() else task.exception()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket's address taken (0: a free port), to serve on later: a port picked and only bound later
+    can be taken by another process meanwhile."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -30,6 +30,7 @@ from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
 from elicithub.demo.launcher import (
     DEMO_APPROVAL,
+    bind,
     demo_a2a_entries,
     demo_agents,
     demo_entries,
@@ -100,6 +101,7 @@ class Hub:
     ) -> None:
         telemetry.configure()  # on only if the OTEL_* environment asks for it
         self._demo_ports: tuple[int, int, int, int] | None = None
+        self._demo_sockets: list[socket.socket] = []
         self._demo: contextlib.AsyncExitStack | None = None
         if config.demo.enabled:
             config = self._with_demo(config)
@@ -306,7 +308,9 @@ class Hub:
         host = config.demo.servers_host
         if host is None:
             host = DEMO_HOST
-            self._demo_ports = ports = (_free_port(), _free_port(), _free_port(), _free_port())
+            # Bound now, served at start: the ports go into the config, and nobody else can take them meanwhile.
+            self._demo_sockets = [bind(DEMO_HOST, 0) for _ in range(4)]
+            self._demo_ports = ports = tuple(sock.getsockname()[1] for sock in self._demo_sockets)
         else:
             ports = service_ports(config.demo.servers_port)
         entries = demo_entries(*demo_urls(host, ports[:3]))
@@ -335,7 +339,12 @@ class Hub:
             tracker, deploy, release, travel = self._demo_ports
             await self._demo.enter_async_context(
                 start_demo(
-                    DEMO_HOST, tracker_port=tracker, deploy_port=deploy, release_port=release, travel_port=travel
+                    DEMO_HOST,
+                    tracker_port=tracker,
+                    deploy_port=deploy,
+                    release_port=release,
+                    travel_port=travel,
+                    bound=self._demo_sockets,
                 )
             )
             log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
@@ -363,6 +372,8 @@ class Hub:
             await self.oidc.close()
         if self._demo is not None:
             await self._demo.aclose()
+        for sock in self._demo_sockets:  # a hub never started still holds them
+            sock.close()
         await self.backend.close()
 
     async def _sweep(self) -> None:
@@ -395,10 +406,3 @@ class Hub:
         await self.broker.purge(RESOLVED_RETENTION)
         await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
         await self.conversations.purge(time.time() - self.config.conversations.retention_s)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((DEMO_HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
