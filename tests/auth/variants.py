@@ -19,13 +19,13 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import AnyHttpUrl
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.demo.oauth import CONSENT_PATH, DemoOAuthProvider
-from elicithub.demo.tracker import read_body
+from elicithub.surfaces import read_body, replaying
 from tests.conftest import free_port, served
 
 SCOPES = ["issues", "admin"]
@@ -169,7 +169,10 @@ class _Gate:
         if scope["type"] != "http" or scope["path"].rstrip("/") != "/mcp":
             await self.app(scope, receive, send)
             return
-        body, replaying = await read_body(receive)
+        try:
+            body = await read_body(receive)
+        except ClientDisconnect:
+            return  # nobody to answer
         try:
             rpc = json.loads(body) if body else {}
         except ValueError:
@@ -191,7 +194,7 @@ class _Gate:
                 await _refuse(send, 403, self.server.challenge("insufficient_scope", wanted))
                 return
 
-        await self.app(scope, replaying, send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 async def _refuse(send: Send, status: int, challenge: str) -> None:

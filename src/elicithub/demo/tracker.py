@@ -12,11 +12,12 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicithub.demo.oauth import CONSENT_PATH, SCOPE, DemoOAuthProvider
+from elicithub.surfaces import read_body, replaying
 
 MCP_PATH = "/mcp"
 _SEED = (
@@ -149,7 +150,10 @@ class _CountRejections:
             await self.app(scope, receive, send)
             return
         # The bearer check answers before anything reads the body, so read it first (requests here are small).
-        body, replaying = await read_body(receive)
+        try:
+            body = await read_body(receive)
+        except ClientDisconnect:
+            return  # nobody to answer
         probe = b'"initialize"' in body
 
         async def counting_send(message: Message) -> None:
@@ -160,23 +164,7 @@ class _CountRejections:
                     self.stats.unauthenticated += 1
             await send(message)
 
-        await self.app(scope, replaying, counting_send)
-
-
-async def read_body(receive: Receive) -> tuple[bytes, Receive]:
-    """A request's whole body, read ahead of the app, and a `receive` that gives the app the same messages again."""
-    messages: list[Message] = []
-    while True:
-        message = await receive()
-        messages.append(message)
-        if message["type"] != "http.request" or not message.get("more_body"):
-            break
-    body = b"".join(m.get("body", b"") for m in messages)
-
-    async def replaying() -> Message:
-        return messages.pop(0) if messages else await receive()
-
-    return body, replaying
+        await self.app(scope, replaying(body, receive), counting_send)
 
 
 def base_url(host: str, port: int) -> str:

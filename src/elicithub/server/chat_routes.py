@@ -36,9 +36,10 @@ from elicithub.server.bodies import (
 )
 from elicithub.server.hub import Hub
 from elicithub.server.identity import ANONYMOUS_COOKIE
-from elicithub.server.limits import payload_too_large, read_body
+from elicithub.server.limits import declared_over, payload_too_large
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.streaming import Writer, sse
+from elicithub.surfaces import read_body
 from elicithub.surfaces.chat.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.chat.ui_approvals import approval_response, check_approval
 from elicithub.surfaces.chat.ui_stream import HEADERS as UI_HEADERS
@@ -105,8 +106,9 @@ class Wire:
     async def _json(self, request: Request) -> Any:
         """The JSON body, as FastAPI reads a body model's: JSON when the content type says so, else the bytes (which
         then fit no model); a number JSON cannot carry is a 422 before anything else sees it."""
-        body = await read_body(request.scope, request.receive, self.hub.config.limits.max_body_bytes)
-        if body is None:
+        max_bytes = self.hub.config.limits.max_body_bytes
+        body = None if declared_over(request.scope, max_bytes) else await read_body(request.receive, max_bytes)
+        if body is None:  # what is left of it is not read
             raise PayloadTooLarge()
         if not body:
             return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -20,7 +19,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if _declared_over(scope, self.max_bytes):
+        if declared_over(scope, self.max_bytes):
             await payload_too_large(self.max_bytes)(scope, receive, send)
             return
         received = 0
@@ -53,7 +52,8 @@ class BodyLimit:
             await payload_too_large(self.max_bytes)(scope, receive, send)
 
 
-def _declared_over(scope: Scope, max_bytes: int) -> bool:
+def declared_over(scope: Scope, max_bytes: int) -> bool:
+    """Whether the request's Content-Length says its body is over `max_bytes`."""
     declared = next((value for name, value in scope["headers"] if name == b"content-length"), None)
     return declared is not None and declared.isdigit() and int(declared) > max_bytes
 
@@ -62,27 +62,3 @@ def payload_too_large(max_bytes: int) -> Response:
     message = f"The request body is larger than {max_bytes} bytes (limits.max_body_bytes)."
     body = json.dumps({"error": {"code": "payload_too_large", "message": message}}).encode()
     return Response(body, status_code=413, headers={"content-type": "application/json"})
-
-
-async def read_body(scope: Scope, receive: Receive, max_bytes: int) -> bytes | None:
-    """The whole body, for a route that takes its requests before `BodyLimit` sees them; None when it is over
-    `max_bytes`, declared or as it streams in (what is left of it is not read). Raises `ClientDisconnect` when the
-    client goes away first."""
-    if _declared_over(scope, max_bytes):
-        return None
-    chunks: list[bytes] = []
-    received = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnect()
-        chunk: bytes = message.get("body", b"")
-        received += len(chunk)
-        if received > max_bytes:
-            return None
-        if not message.get("more_body", False):
-            if not chunks:
-                return chunk  # the usual case: the whole body in one message
-            chunks.append(chunk)
-            return b"".join(chunks)
-        chunks.append(chunk)

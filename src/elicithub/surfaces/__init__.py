@@ -8,8 +8,9 @@ What guards the protocol surfaces' endpoints, and how they report a refused answ
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Protocol, overload
 
+from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute
 from starlette.types import Message, Receive
 
@@ -39,15 +40,41 @@ def expiry(exc: Expired) -> dict[str, str]:
     return {"code": exc.code, "elicitationId": exc.elicitation_id}
 
 
-async def read_body(receive: Receive) -> tuple[bytes | None, Receive]:
-    """A request's body read whole (None when the client went away first), and a `receive` that gives the app
-    behind the same messages again."""
-    read: list[Message] = []
-    while not read or (read[-1]["type"] == "http.request" and read[-1].get("more_body")):
-        read.append(await receive())
-    body = b"".join(m.get("body", b"") for m in read) if read[-1]["type"] == "http.request" else None
+@overload
+async def read_body(receive: Receive) -> bytes: ...
+
+
+@overload
+async def read_body(receive: Receive, max_bytes: int) -> bytes | None: ...
+
+
+async def read_body(receive: Receive, max_bytes: int | None = None) -> bytes | None:
+    """The whole body; None when it grows past `max_bytes` (what is left of it is not read). Raises
+    `ClientDisconnect` when the client goes away first."""
+    chunks: list[bytes] = []
+    received = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk: bytes = message.get("body", b"")
+        received += len(chunk)
+        if max_bytes is not None and received > max_bytes:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)  # one chunk (the usual case) is returned as it is, not copied
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` for the app behind a reader: the body read ahead, then what `receive` gives (a disconnect)."""
+    given = False
 
     async def replayed() -> Message:
-        return read.pop(0) if read else await receive()
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
 
-    return body, replayed
+    return replayed

@@ -7,12 +7,13 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
+from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core import jsoncodec
 from elicithub.errors import IdentityUnavailable, InvalidContent
-from elicithub.surfaces import read_body
+from elicithub.surfaces import read_body, replaying
 
 
 class Bearer(Protocol):
@@ -99,16 +100,18 @@ class FiniteNumbers:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body, replayed = await read_body(receive)
-        if body is not None:
-            try:
-                jsoncodec.loads(body)
-            except jsoncodec.BadNumber as exc:
-                await _parse_error(send, self.status, str(exc))
-                return
-            except ValueError:
-                pass  # not JSON at all: the protocol server says so in its own words
-        await self.app(scope, replayed, send)
+        try:
+            body = await read_body(receive)
+        except ClientDisconnect:
+            return  # nobody to answer (or `BodyLimit` answers 413)
+        try:
+            jsoncodec.loads(body)
+        except jsoncodec.BadNumber as exc:
+            await _parse_error(send, self.status, str(exc))
+            return
+        except ValueError:
+            pass  # not JSON at all: the protocol server says so in its own words
+        await self.app(scope, replaying(body, receive), send)
 
 
 async def _parse_error(send: Send, status: int, why: str) -> None:

@@ -13,9 +13,10 @@ import asyncio
 import json
 from collections import Counter
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from elicithub.surfaces import read_body
+from elicithub.surfaces import read_body, replaying
 
 
 class SessionEnd:
@@ -34,11 +35,14 @@ class SessionEnd:
         elif scope["method"] == "DELETE":
             await self._end(session, scope, receive, send)
         else:
-            body, replayed = await read_body(receive)
-            if body is None or _is_request(body):  # a request's answer may take the whole call: ending ends it
-                await self.app(scope, replayed, send)
+            try:
+                body = await read_body(receive)
+            except ClientDisconnect:
+                return  # nobody to answer
+            if _is_request(body):  # a request's answer may take the whole call: ending ends it
+                await self.app(scope, replaying(body, receive), send)
             else:
-                await self._hand(session, scope, replayed, send)
+                await self._hand(session, scope, replaying(body, receive), send)
 
     async def _end(self, session: str, scope: Scope, receive: Receive, send: Send) -> None:
         async with self.changed:
