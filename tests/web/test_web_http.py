@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -29,6 +30,16 @@ def test_the_page_and_its_static_files_are_served(hub: RunningHub) -> None:
     missing = httpx.get(f"{hub.url}/static/nope.js")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "not_found"
+
+
+def test_every_stylesheet_and_script_a_page_links_is_served(hub: RunningHub) -> None:
+    for path in ("/", "/inbox", "/admin"):
+        page = httpx.get(f"{hub.url}{path}")
+        assert page.status_code == 200, path
+        linked = re.findall(r'(?:href|src)="(static/[^"]+)"', page.text)
+        assert any(url.endswith(".css") for url in linked) and any(url.endswith(".js") for url in linked), path
+        for url in linked:
+            assert httpx.get(f"{hub.url}/{url}").status_code == 200, (path, url)
 
 
 def test_demo_signs_the_dev_user_in_with_a_session_cookie(make_hub: HubFactory) -> None:
