@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 
 from elicithub.core.jsoncodec import JsonObject
@@ -108,3 +109,24 @@ class WriteBehind:
             writing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await writing
+
+
+class WrittenBehindLog(ABC):
+    """An event log (`core.ports.EventLog`) whose appends and posts are written behind: a backend stores each
+    batch (`_write`) and reads."""
+
+    def __init__(self) -> None:
+        self._behind = WriteBehind(self._write)
+
+    async def append(self, key: str, event: JsonObject) -> int:
+        return await self._behind.append(key, event)
+
+    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+        self._behind.post(key, event)
+
+    async def close(self) -> None:
+        await self._behind.close()
+
+    @abstractmethod
+    async def _write(self, batch: int, appends: Appends) -> list[int]:
+        """Store `appends` in one write, in order; their sequence numbers (see `Write`)."""

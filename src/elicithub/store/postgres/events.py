@@ -9,7 +9,7 @@ from elicithub.core.jsoncodec import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.listener import APPENDED
-from elicithub.store.write_behind import Appends, WriteBehind
+from elicithub.store.write_behind import Appends, WrittenBehindLog
 
 TRIM_EVERY = 64
 """An append trims its log when its number is a multiple of this, not every time."""
@@ -32,22 +32,16 @@ READ = "SELECT seq, data FROM elicithub_events WHERE key = $1 AND seq > $2 ORDER
 LAST = "SELECT last FROM elicithub_event_logs WHERE key = $1"
 
 
-class PostgresEvents:
+class PostgresEvents(WrittenBehindLog):
     """Readers here wait on a notifier, woken by this hub's appends and by the NOTIFYs of every hub's."""
 
     def __init__(self, db: PostgresDb, max_len: int = 1000) -> None:
+        super().__init__()
         self._db = db
         self._max_len = max_len
         self._appended = Notifier()
         db.on_notice(APPENDED, self._appended.notify)
         db.on_restart(self._appended.notify_all)
-        self._behind = WriteBehind(self._write)
-
-    async def append(self, key: str, event: JsonObject) -> int:
-        return await self._behind.append(key, event)
-
-    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
-        self._behind.post(key, event)
 
     async def _write(self, _batch: int, appends: Appends) -> list[int]:
         """The appends in order, in one transaction (all or none, so a batch made again never doubles one)."""
@@ -76,6 +70,3 @@ class PostgresEvents:
         await self._behind.stored(key)
         pool = await self._db.pool()
         return int(await pool.fetchval(LAST, key) or 0)
-
-    async def close(self) -> None:
-        await self._behind.close()

@@ -23,7 +23,7 @@ import redis.asyncio as redis
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.store.redis.appends import APPEND_LEASE_S, LEASE, PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
-from elicithub.store.write_behind import Appends, WriteBehind
+from elicithub.store.write_behind import Appends, WrittenBehindLog
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000
@@ -105,10 +105,11 @@ class _Tail:
             self.base = self.events.popleft()[0]
 
 
-class RedisEvents:
+class RedisEvents(WrittenBehindLog):
     """A Redis stream per conversation, so a reader on any hub follows a run going on at any other."""
 
     def __init__(self, client: redis.Redis, url: str, max_len: int, retention_s: float) -> None:
+        super().__init__()
         self._redis = client
         self._append = client.register_script(_APPEND)
         self._max_len = max_len
@@ -120,7 +121,6 @@ class RedisEvents:
         self._notices = AppendNotices(
             client, f"{PREFIX}{db}:appends:", secrets.token_hex(8), self._heard, self._lapsed, self._tails.clear
         )
-        self._behind = WriteBehind(self._write)
         self._lease_along: set[str] = set()
         """Logs with a post waiting to be written that readers here are likely to follow."""
 
@@ -166,14 +166,11 @@ class RedisEvents:
             del self._tails[key]
         self._notices.forget_lapsed()
 
-    async def append(self, key: str, event: JsonObject) -> int:
-        return await self._behind.append(key, event)
-
     def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
         if followed:
             self._notices.start()
             self._lease_along.add(key)
-        self._behind.post(key, event)
+        super().post(key, event)
 
     async def _write(self, batch: int, appends: Appends) -> list[int]:
         """One script call for the batch: each log's events in order, numbered by its counter, with this hub's
@@ -241,7 +238,7 @@ class RedisEvents:
         return int(value or 0)
 
     async def close(self) -> None:
-        await self._behind.close()
+        await super().close()
         await self._notices.close()
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.store.notices import Notifier
 from elicithub.store.sqlite.db import SqliteDb
-from elicithub.store.write_behind import Appends, WriteBehind
+from elicithub.store.write_behind import Appends, WrittenBehindLog
 
 KEPT_PER_CONVERSATION = 256
 KEPT_CONVERSATIONS = 10_000
@@ -30,21 +30,15 @@ class _Tail:
     events: deque[tuple[int, JsonObject]] = field(default_factory=deque)
 
 
-class SqliteEvents:
+class SqliteEvents(WrittenBehindLog):
     """Each conversation's newest events in one table; readers here wait on a notifier and read from memory."""
 
     def __init__(self, db: SqliteDb, max_len: int = 1000) -> None:
+        super().__init__()
         self._run = db.run
         self._max_len = max_len
         self._appended = Notifier()
         self._tails: OrderedDict[str, _Tail] = OrderedDict()
-        self._behind = WriteBehind(self._write)
-
-    async def append(self, key: str, event: JsonObject) -> int:
-        return await self._behind.append(key, event)
-
-    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
-        self._behind.post(key, event)
 
     async def _write(self, _batch: int, appends: Appends) -> list[int]:
         """Number the appends after each log's last, store them in one batch, then keep them in memory. A batch
@@ -94,9 +88,6 @@ class SqliteEvents:
         await self._behind.stored(key)
         tail = self._tails.get(key)
         return tail.last if tail is not None else await self._last_written(key)
-
-    async def close(self) -> None:
-        await self._behind.close()
 
     def forget(self, key: str) -> None:
         """The conversation's events were deleted (purged)."""
