@@ -29,37 +29,40 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
-class ToolCallFinished:
-    call_id: str
-    name: str
-    text: str
-    is_error: bool
+class Framed:
+    """An event whose frames depend on the event alone (no reader's state), so readers share them."""
+
     frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
     """This event's frames as surfaces wrote them, by surface (see `framed`)."""
 
 
 @dataclass(frozen=True)
-class ToolStatus:
+class ToolCallFinished(Framed):
+    call_id: str
+    name: str
+    text: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class ToolStatus(Framed):
     """What a tool call that works on says it is doing now (a downstream MCP task's status message)."""
 
     call_id: str
     text: str
-    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
-class ElicitationRequested:
+class ElicitationRequested(Framed):
     elicitation: Elicitation
-    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
-class ElicitationResolved:
+class ElicitationResolved(Framed):
     elicitation_id: str
     outcome: Outcome
     answered_by: str | None = None
     """Who answered, for an approval (someone other than the stream's person may have)."""
-    frames: dict[str, str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -88,10 +91,6 @@ StreamEvent = (
     | RunPaused
     | RunFinished
 )
-
-
-Framed = ToolStatus | ToolCallFinished | ElicitationRequested | ElicitationResolved
-"""The events whose frames depend on the event alone (no reader's state), so readers share them."""
 
 
 def framed(event: Framed, surface: str, encode: Callable[[], str]) -> str:
