@@ -8,7 +8,7 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -73,6 +73,10 @@ class ProviderSession:
         return f"ProviderSession(expires_at={self.expires_at!r}, ends_at={self.ends_at!r})"
 
 
+Kept = TypeVar("Kept", Credential, ClientRegistration, SignIn, ProviderSession)
+"""What the vault keeps, each sealed under the key it is stored at."""
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -84,18 +88,19 @@ class Vault:
         self.kv = kv
         self._aead = AESGCM(keys.derive("vault"))
 
-    def _seal(self, key: str, data: dict[str, Any]) -> bytes:
+    async def _put(self, key: str, record: Kept, ttl_s: float | None = None) -> None:
         nonce = os.urandom(12)
-        return nonce + self._aead.encrypt(nonce, json.dumps(data).encode(), key.encode())
+        sealed = nonce + self._aead.encrypt(nonce, json.dumps(asdict(record)).encode(), key.encode())
+        await self.kv.put(key, sealed, ttl_s)
 
-    def _open(self, key: str, sealed: bytes | None) -> dict[str, Any] | None:
+    def _opened(self, kind: type[Kept], key: str, sealed: bytes | None) -> Kept | None:
         if sealed is None or len(sealed) < 13:
             return None
         try:
             data: dict[str, Any] = json.loads(self._aead.decrypt(sealed[:12], sealed[12:], key.encode()))
         except (InvalidTag, ValueError):
             return None  # sealed under another key (the master key changed): as good as absent
-        return data
+        return kind(**data)
 
     @staticmethod
     def _credential_key(server_id: str, user_id: str) -> str:
@@ -103,44 +108,36 @@ class Vault:
 
     async def credential(self, server_id: str, user_id: str) -> Credential | None:
         key = self._credential_key(server_id, user_id)
-        data = self._open(key, await self.kv.get(key))
-        return None if data is None else Credential(**data)
+        return self._opened(Credential, key, await self.kv.get(key))
 
     async def save_credential(self, server_id: str, user_id: str, credential: Credential) -> None:
-        key = self._credential_key(server_id, user_id)
-        await self.kv.put(key, self._seal(key, asdict(credential)))
+        await self._put(self._credential_key(server_id, user_id), credential)
 
     async def forget_credential(self, server_id: str, user_id: str) -> None:
         await self.kv.delete(self._credential_key(server_id, user_id))
 
     async def client(self, issuer: str) -> ClientRegistration | None:
         key = f"client:{_digest(issuer)}"
-        data = self._open(key, await self.kv.get(key))
-        return None if data is None else ClientRegistration(**data)
+        return self._opened(ClientRegistration, key, await self.kv.get(key))
 
     async def save_client(self, issuer: str, client: ClientRegistration) -> None:
-        key = f"client:{_digest(issuer)}"
-        await self.kv.put(key, self._seal(key, asdict(client)))
+        await self._put(f"client:{_digest(issuer)}", client)
 
     async def start_sign_in(self, state: str, sign_in: SignIn, ttl_s: float) -> None:
-        key = f"signin:{_digest(state)}"
-        await self.kv.put(key, self._seal(key, asdict(sign_in)), ttl_s)
+        await self._put(f"signin:{_digest(state)}", sign_in, ttl_s)
 
     async def take_sign_in(self, state: str) -> SignIn | None:
         """The sign-in for this `state`, once: a replayed or unknown state gets None."""
         key = f"signin:{_digest(state)}"
-        data = self._open(key, await self.kv.take(key))
-        return None if data is None else SignIn(**data)
+        return self._opened(SignIn, key, await self.kv.take(key))
 
     async def provider_session(self, session_id: str) -> ProviderSession | None:
         key = f"session:{_digest(session_id)}"
-        data = self._open(key, await self.kv.get(key))
-        return None if data is None else ProviderSession(**data)
+        return self._opened(ProviderSession, key, await self.kv.get(key))
 
     async def save_provider_session(self, session_id: str, session: ProviderSession) -> None:
         """Kept until the session ends (`ends_at`)."""
-        key = f"session:{_digest(session_id)}"
-        await self.kv.put(key, self._seal(key, asdict(session)), max(session.ends_at - time.time(), 1))
+        await self._put(f"session:{_digest(session_id)}", session, max(session.ends_at - time.time(), 1))
 
     async def forget_provider_session(self, session_id: str) -> None:
         await self.kv.delete(f"session:{_digest(session_id)}")
