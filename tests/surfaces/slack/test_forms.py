@@ -157,6 +157,7 @@ def test_an_unanswered_question_expires_and_says_so(slack_env: None, standin: Sl
         assert hub.interact(late).status_code == 200
         [note] = standin.wait(lambda: list(standin.ephemerals))
         assert note["text"] == "This question has expired." and standin.views == []
+        assert note["user"] == ALICE and note["thread_ts"] == thread  # told to the presser alone, in the thread
     finally:
         hub.stop()
 

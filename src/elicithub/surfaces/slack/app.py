@@ -149,25 +149,12 @@ class SlackSurface:
         @app.action(re.compile(r"^elicithub\.(answer|decline|cancel|connect)$"))
         async def press(ack: Any, body: dict[str, Any]) -> None:
             await ack()
-            action = body["actions"][0]
-            slack_user = str(body["user"]["id"])
-            try:
-                await self.questions.press(action["action_id"], str(action["value"]), slack_user, body["trigger_id"])
-            except QuestionRefused as exc:
-                channel = str((body.get("channel") or {}).get("id") or body["container"]["channel_id"])
-                thread_ts = (body.get("message") or {}).get("thread_ts")
-                await self.questions.tell(channel, slack_user, thread_ts, str(exc))
+            await self._press(self.questions, body, in_thread=True)
 
         @app.action(re.compile(r"^elicithub\.(approve|deny|edit)$"))
         async def decide(ack: Any, body: dict[str, Any]) -> None:
             await ack()
-            action = body["actions"][0]
-            slack_user = str(body["user"]["id"])
-            try:
-                await self.approvals.press(action["action_id"], str(action["value"]), slack_user, body["trigger_id"])
-            except QuestionRefused as exc:
-                channel = str((body.get("channel") or {}).get("id") or body["container"]["channel_id"])
-                await self.questions.tell(channel, slack_user, None, str(exc))
+            await self._press(self.approvals, body, in_thread=False)
 
         @app.action(blocks.OPEN_LINK)
         async def opened(ack: Any) -> None:
@@ -194,6 +181,18 @@ class SlackSurface:
         async def decided(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
             values = (view.get("state") or {}).get("values") or {}
             await ack(**await self.approvals.submit(str(view["private_metadata"]), str(body["user"]["id"]), values))
+
+    async def _press(self, answering: Questions | SlackApprovals, body: dict[str, Any], *, in_thread: bool) -> None:
+        """A button of a question's message (or of an approval's direct message): a refusal is told to the one who
+        pressed it alone, in the question's thread when `in_thread`."""
+        action = body["actions"][0]
+        slack_user = str(body["user"]["id"])
+        try:
+            await answering.press(action["action_id"], str(action["value"]), slack_user, body["trigger_id"])
+        except QuestionRefused as exc:
+            channel = str((body.get("channel") or {}).get("id") or body["container"]["channel_id"])
+            thread_ts = (body.get("message") or {}).get("thread_ts") if in_thread else None
+            await self.questions.tell(channel, slack_user, thread_ts, str(exc))
 
     async def _message(self, body: dict[str, Any], event: dict[str, Any], bot_user_id: str | None) -> None:
         """A person wrote to the bot: run the agent in the thread's conversation, as their hub user."""
