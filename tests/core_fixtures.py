@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 import redis
 
@@ -47,6 +48,29 @@ SCHEMA: dict[str, Any] = {
 DEADLINE_S = 60
 """How long a test waits for what it expects before it fails: only a test that would hang reaches it (a busy
 machine can take seconds for what takes milliseconds alone)."""
+
+
+def _http_waits_until_the_deadline() -> None:
+    """httpx gives up on a response after 5 s unless told otherwise, and a machine busy enough can take that long to
+    answer a test's request. In tests an HTTP call made without a timeout of its own waits up to `DEADLINE_S`, a
+    bound that only ends a hang. The hub's own clients all set theirs, so they are as in production."""
+    deadline = httpx.Timeout(DEADLINE_S)
+    functions = (httpx.Client.__init__, httpx.AsyncClient.__init__, httpx.request, httpx.stream)
+    for function in (
+        *functions,
+        *(getattr(httpx, m) for m in ("get", "options", "head", "post", "put", "patch", "delete")),
+    ):
+        function = getattr(function, "__wrapped__", function)  # httpx.stream is a context manager's wrapper
+        if function.__kwdefaults__ and "timeout" in function.__kwdefaults__:
+            function.__kwdefaults__["timeout"] = deadline
+        elif function.__defaults__:
+            function.__defaults__ = tuple(
+                deadline if isinstance(value, httpx.Timeout) else value for value in function.__defaults__
+            )
+
+
+_http_waits_until_the_deadline()
+
 
 _runs = itertools.count(1)
 
