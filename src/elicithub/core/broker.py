@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from elicithub.core.cancelling import despite_cancellation, settled
@@ -17,7 +17,6 @@ from elicithub.core.elicitation import (
     Elicitation,
     Expire,
     Invalid,
-    Outcome,
     Repeat,
     Resolve,
     State,
@@ -25,8 +24,8 @@ from elicithub.core.elicitation import (
     utcnow,
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
-from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Counts, ElicitationStore, EventSink
+from elicithub.core.waiting import Resolution, Waiters, Waiting
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent, SelfApprovalRefused
 
 log = logging.getLogger(__name__)
@@ -43,34 +42,6 @@ Ended = Callable[[str, bool], None]
 """Told that a question ended: its id, and whether it was announced here (else it ended on another instance)."""
 
 
-@dataclass(frozen=True)
-class Resolution:
-    """How an elicitation ended, as the waiting trigger sees it."""
-
-    elicitation_id: str
-    outcome: Outcome
-    content: JsonObject | None = None
-    answered_by: str | None = None
-    """Who answered an approval (None for any other question, or one that ended without an answer)."""
-
-    @classmethod
-    def of(cls, elicitation: Elicitation) -> Resolution:
-        assert elicitation.outcome is not None
-        content = elicitation.answer.content if elicitation.answer is not None else None
-        return cls(elicitation.id, elicitation.outcome, content, elicitation.answered_by)
-
-
-@dataclass
-class _Waiting:
-    """Everyone here waiting for one question (the run, a surface relaying it, a second reader): they share one
-    future, each is woken once with the same resolution, and the first of them to learn of the end announces it."""
-
-    elicitation: Elicitation
-    future: asyncio.Future[Resolution]
-    waiters: int = 0
-    announced: bool = False
-
-
 class Broker:
     def __init__(
         self, store: ElicitationStore, events: EventSink, *, durable: bool = False, counts: Counts | None = None
@@ -80,7 +51,7 @@ class Broker:
         self.durable = durable
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
         self._counts = counts
-        self._waiters: dict[str, _Waiting] = {}
+        self._waiters = Waiters()
         self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None
         self._opened: dict[str, None] = {}
@@ -113,7 +84,7 @@ class Broker:
 
     async def request(self, elicitation: Elicitation) -> Resolution:
         """Store the elicitation, publish it on its run's stream, and wait until it ends (answer or deadline)."""
-        with self._waiting(elicitation) as waiting:
+        with self._waiters.join(elicitation) as waiting:
             stored = asyncio.ensure_future(self.store.put(elicitation))
             try:
                 await asyncio.shield(stored)
@@ -130,22 +101,6 @@ class Broker:
                 raise
         await self._announce_once(waiting, resolution)
         return resolution
-
-    @contextlib.contextmanager
-    def _waiting(self, elicitation: Elicitation) -> Iterator[_Waiting]:
-        """Join the waiters of a question here; the last to leave takes the entry away (a waiter that gives up
-        leaves the others waiting)."""
-        waiting = self._waiters.get(elicitation.id)
-        if waiting is None:
-            future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
-            waiting = self._waiters[elicitation.id] = _Waiting(elicitation, future)
-        waiting.waiters += 1
-        try:
-            yield waiting
-        finally:
-            waiting.waiters -= 1
-            if waiting.waiters == 0 and self._waiters.get(elicitation.id) is waiting:
-                del self._waiters[elicitation.id]
 
     async def open(self, *elicitations: Elicitation, along: Awaitable[None] | None = None) -> None:
         """Store new questions and show them on their run's stream; `wait` for their end. `along`: a write that
@@ -214,7 +169,7 @@ class Broker:
         resolved = ElicitationResolved(resolution.elicitation_id, resolution.outcome, resolution.answered_by)
         await self.events.publish(elicitation, resolved)
 
-    async def _announce_once(self, waiting: _Waiting, resolution: Resolution) -> None:
+    async def _announce_once(self, waiting: Waiting, resolution: Resolution) -> None:
         if not waiting.announced:
             waiting.announced = True
             await self._announce(waiting.elicitation, resolution)
@@ -230,7 +185,7 @@ class Broker:
             return Resolution.of(elicitation)
         heard = elicitation_id not in self._opened
         self._opened.pop(elicitation_id, None)
-        with self._waiting(elicitation) as waiting:
+        with self._waiters.join(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us
             # (taking its lease, unless this client stored it), unless it was opened here and no notice came since
             # (its end would have been heard). Only how it ended is kept, not a second copy of the question.
@@ -401,8 +356,7 @@ class Broker:
 
     def waiters(self, elicitation_id: str) -> int:
         """How many wait here for this question."""
-        waiting = self._waiters.get(elicitation_id)
-        return 0 if waiting is None else waiting.waiters
+        return self._waiters.count(elicitation_id)
 
     async def cancel(self, elicitation_ids: list[str]) -> None:
         """Cancel questions that are still open (the person moved on with a new message), wherever they wait."""

@@ -16,11 +16,12 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
+from elicithub.core.waiting import Resolution
 from elicithub.errors import (
     ConversationNotFound,
     ElicitationNotFound,
