@@ -24,6 +24,7 @@ from elicithub.core.elicitation import (
     utcnow,
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
+from elicithub.core.opened import Opened
 from elicithub.core.ports import Counts, ElicitationStore, EventSink
 from elicithub.core.waiting import Resolution, Waiters, Waiting
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent, SelfApprovalRefused
@@ -31,9 +32,6 @@ from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, Inva
 log = logging.getLogger(__name__)
 
 LISTENER_STOP_S = 3.0
-KEPT_OPENED = 10_000
-"""Questions opened here remembered at most: those not yet waited on (one forgotten is read again by its wait), and
-those held for their answer's lookup (one forgotten is read again by it)."""
 
 NO_DEADLINE = datetime.max.replace(tzinfo=UTC)
 """Later than any question's deadline."""
@@ -54,12 +52,7 @@ class Broker:
         self._waiters = Waiters()
         self._parked: dict[str, Ended] = {}
         self._listener: asyncio.Task[None] | None = None
-        self._opened: dict[str, None] = {}
-        """Questions opened here that nobody waits on yet and whose end no notice told of (oldest first); a wait for
-        one not here reads whether it has ended."""
-        self._held: dict[str, Elicitation] = {}
-        """Questions opened here, as stored, until they end or their deadline passes: their answer's `lookup` needs no
-        read (`respond`'s compare-and-set is made against this copy, and fails if the question changed since)."""
+        self._opened = Opened()
         self._transitions: Counter[str] = Counter()
         """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
         self._asked: dict[str, Elicitation] = {}
@@ -108,10 +101,7 @@ class Broker:
         store sends them together; they show once all are stored."""
         for elicitation in elicitations:
             if self._listener is not None:
-                # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
-                if len(self._opened) >= KEPT_OPENED:
-                    self._opened.pop(next(iter(self._opened)))
-                self._opened[elicitation.id] = None
+                self._opened.note(elicitation.id)
             # Pending here before it is stored: a notice of its end (a supersede) cannot come before it is counted.
             self._asking(elicitation)
         try:
@@ -120,19 +110,9 @@ class Broker:
             for elicitation in elicitations:
                 self._not_asking(elicitation.id)
             raise
-        self._hold(elicitations)
+        self._opened.hold(elicitations)
         for elicitation in elicitations:
             await self.events.publish(elicitation, ElicitationRequested(elicitation))
-
-    def _hold(self, elicitations: tuple[Elicitation, ...]) -> None:
-        held = self._held
-        now = utcnow()
-        # Oldest first: let go of those past their deadline (an answer now expires them, after a read), and of the
-        # oldest beyond the bound.
-        while held and ((first := next(iter(held.values()))).expires_at < now or len(held) >= KEPT_OPENED):
-            del held[first.id]
-        for elicitation in elicitations:
-            held[elicitation.id] = elicitation
 
     async def reopen(self, elicitation_id: str) -> Elicitation | None:
         """Show a question asked earlier again (a resumed run); None when it has ended meanwhile. Its end is heard
@@ -183,8 +163,7 @@ class Broker:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
-        heard = elicitation_id not in self._opened
-        self._opened.pop(elicitation_id, None)
+        heard = self._opened.waited(elicitation_id)
         with self._waiters.join(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us
             # (taking its lease, unless this client stored it), unless it was opened here and no notice came since
@@ -244,7 +223,7 @@ class Broker:
         being the user's); to anyone else (or in another conversation) it does not exist, and to a requester who may
         not approve their own call it is refused (SelfApprovalRefused). One opened here and pending is as this hub
         holds it, else as stored."""
-        elicitation = self._held.get(elicitation_id) or await self.store.get(elicitation_id)
+        elicitation = self._opened.held(elicitation_id) or await self.store.get(elicitation_id)
         if elicitation is None or (conversation_id is not None and elicitation.conversation_id != conversation_id):
             raise ElicitationNotFound(elicitation_id)
         if elicitation.approval is None:
@@ -275,11 +254,11 @@ class Broker:
             answer = replace(answer, by=user_id)  # who answered is kept with the answer (first answer wins)
         decision = decide(elicitation, answer, utcnow())
         if isinstance(decision, Invalid):
-            if looked_up is not None or elicitation is self._held.get(elicitation_id):
+            if looked_up is not None or elicitation is self._opened.held(elicitation_id):
                 # Judged against a copy held since it was opened or looked up: if it has ended since, that decides.
                 stored = await self.store.get(elicitation_id)
                 if stored is not None and stored.state is not State.PENDING:
-                    self._held.pop(elicitation_id, None)
+                    self._opened.let_go(elicitation_id)
                     return await self.respond(elicitation_id, answer, user_id, conversation_id, stored, groups)
             raise InvalidContent(elicitation_id, decision.errors)
         if isinstance(decision, Repeat):
@@ -302,7 +281,7 @@ class Broker:
 
     async def end(self, elicitation_id: str, state: State) -> Resolution:
         """End a pending elicitation without a person's answer (expired, cancelled); returns the final outcome."""
-        self._held.pop(elicitation_id, None)
+        self._opened.let_go(elicitation_id)
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None:
             raise ElicitationNotFound(elicitation_id)
@@ -368,7 +347,7 @@ class Broker:
         # Who waits is read before the write as well: a waiter that leaves while it is in flight (its wait was
         # cancelled) is still the one whose end this is, and must not be taken for nobody.
         before = self._waiters.get(elicitation.id)
-        self._held.pop(elicitation.id, None)  # ended now, or (when this loses) already: an answer reads it again
+        self._opened.let_go(elicitation.id)  # ended now, or (when this loses) already: an answer reads it again
         self._transitions[elicitation.id] += 1
         try:
             moved = await self.store.transition(elicitation.id, state, answer, utcnow(), elicitation)
@@ -414,10 +393,9 @@ class Broker:
                         # An end heard of (or maybe missed) lets go of the question opened here: its wait, if one
                         # comes, reads how it ended.
                         if elicitation_id is None:
-                            self._opened.clear()
+                            self._opened.missed()
                         else:
-                            self._held.pop(elicitation_id, None)
-                            self._opened.pop(elicitation_id, None)
+                            self._opened.ended(elicitation_id)
                             self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
                         everyone = [*self._waiters, *self._parked]
                         for waiting in everyone if elicitation_id is None else [elicitation_id]:
