@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -24,6 +24,7 @@ from elicithub.core.elicitation import (
     utcnow,
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
+from elicithub.core.listening import Listener
 from elicithub.core.opened import Opened
 from elicithub.core.ports import Counts, ElicitationStore, EventSink
 from elicithub.core.waiting import Resolution, Waiters, Waiting
@@ -31,7 +32,6 @@ from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, Inva
 
 log = logging.getLogger(__name__)
 
-LISTENER_STOP_S = 3.0
 
 NO_DEADLINE = datetime.max.replace(tzinfo=UTC)
 """Later than any question's deadline."""
@@ -51,7 +51,7 @@ class Broker:
         self._counts = counts
         self._waiters = Waiters()
         self._parked: dict[str, Ended] = {}
-        self._listener: asyncio.Task[None] | None = None
+        self._listener = Listener(store.resolutions, self._heard)
         self._opened = Opened()
         self._transitions: Counter[str] = Counter()
         """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
@@ -61,19 +61,10 @@ class Broker:
 
     async def start(self) -> None:
         """Listen to the store, so an answer taken by another process sharing it wakes the waiter here."""
-        notices = self.store.resolutions()
-        await anext(notices)  # listening from here on
-        self._listener = asyncio.create_task(self._listen(notices))
+        await self._listener.start()
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            # A store client may swallow the cancellation while it reads; never let that hold up a shutdown.
-            # Such a listener ends when its store closes.
-            done, _ = await asyncio.wait({self._listener}, timeout=LISTENER_STOP_S)
-            if not done:
-                log.warning("the store listener did not stop within %g s; it ends with the store", LISTENER_STOP_S)
-            self._listener = None
+        await self._listener.close()
 
     async def request(self, elicitation: Elicitation) -> Resolution:
         """Store the elicitation, publish it on its run's stream, and wait until it ends (answer or deadline)."""
@@ -100,7 +91,7 @@ class Broker:
         must be stored before any of them shows (the run's pause), made in the same turn as theirs, so a batching
         store sends them together; they show once all are stored."""
         for elicitation in elicitations:
-            if self._listener is not None:
+            if self._listener.listening:
                 self._opened.note(elicitation.id)
             # Pending here before it is stored: a notice of its end (a supersede) cannot come before it is counted.
             self._asking(elicitation)
@@ -383,28 +374,18 @@ class Broker:
             parked(elicitation.id, True)
         return True
 
-    async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
+    async def _heard(self, elicitation_id: str | None) -> None:
         """Wake the waiters here whose elicitation reached a terminal state through any process."""
-        while True:
-            try:
-                async with contextlib.aclosing(notices):
-                    async for elicitation_id in notices:
-                        # None: listening started over, and what was resolved meanwhile was not heard.
-                        # An end heard of (or maybe missed) lets go of the question opened here: its wait, if one
-                        # comes, reads how it ended.
-                        if elicitation_id is None:
-                            self._opened.missed()
-                        else:
-                            self._opened.ended(elicitation_id)
-                            self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
-                        everyone = [*self._waiters, *self._parked]
-                        for waiting in everyone if elicitation_id is None else [elicitation_id]:
-                            await self._catch_up(waiting)
-                return
-            except Exception:
-                log.exception("listening for resolved elicitations failed; listening again in 1 s")
-            await asyncio.sleep(1)
-            notices = self.store.resolutions()
+        # None: listening started over, and what was resolved meanwhile was not heard. An end heard of (or maybe
+        # missed) lets go of the question opened here: its wait, if one comes, reads how it ended.
+        if elicitation_id is None:
+            self._opened.missed()
+        else:
+            self._opened.ended(elicitation_id)
+            self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
+        everyone = [*self._waiters, *self._parked]
+        for waiting in everyone if elicitation_id is None else [elicitation_id]:
+            await self._catch_up(waiting)
 
     async def _catch_up(self, elicitation_id: str) -> None:
         if elicitation_id in self._parked and elicitation_id not in self._transitions:
