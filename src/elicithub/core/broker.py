@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from elicithub.core.asked import Asked
 from elicithub.core.cancelling import despite_cancellation, settled
 from elicithub.core.elicitation import (
     Answer,
@@ -55,9 +56,7 @@ class Broker:
         self._opened = Opened()
         self._transitions: Counter[str] = Counter()
         """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
-        self._asked: dict[str, Elicitation] = {}
-        """Questions a run of this hub waits on (in its task, or parked here), from before they show until their end is
-        heard here or the run stops waiting on them: this hub's pending count, right whichever hub ends them."""
+        self._asked = Asked(counts)
 
     async def start(self) -> None:
         """Listen to the store, so an answer taken by another process sharing it wakes the waiter here."""
@@ -94,12 +93,12 @@ class Broker:
             if self._listener.listening:
                 self._opened.note(elicitation.id)
             # Pending here before it is stored: a notice of its end (a supersede) cannot come before it is counted.
-            self._asking(elicitation)
+            self._asked.add(elicitation)
         try:
             await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
         except BaseException:
             for elicitation in elicitations:
-                self._not_asking(elicitation.id)
+                self._asked.discard(elicitation.id)
             raise
         self._opened.hold(elicitations)
         for elicitation in elicitations:
@@ -113,7 +112,7 @@ class Broker:
         if elicitation is None or elicitation.state is not State.PENDING:
             return None
         if not parked or elicitation_id in self._parked:  # else its end was heard meanwhile: nothing waits on it
-            self._asking(elicitation)
+            self._asked.add(elicitation)
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
         return elicitation
 
@@ -198,7 +197,7 @@ class Broker:
         try:
             resolution = await self.wait(elicitation_id, known.get(elicitation_id))
         finally:
-            self._not_asking(elicitation_id)  # it ended, or the run went away
+            self._asked.discard(elicitation_id)  # it ended, or the run went away
         if ended is not None:
             ended(resolution)
         return resolution
@@ -312,17 +311,7 @@ class Broker:
     def unpark(self, elicitation_id: str) -> None:
         """The parked run no longer waits on the question (it ended, or the run let go of it)."""
         self._parked.pop(elicitation_id, None)
-        self._not_asking(elicitation_id)
-
-    def _asking(self, elicitation: Elicitation) -> None:
-        if elicitation.id not in self._asked:
-            self._asked[elicitation.id] = elicitation
-            if self._counts is not None:
-                self._counts.pending(elicitation, 1)
-
-    def _not_asking(self, elicitation_id: str) -> None:
-        if (elicitation := self._asked.pop(elicitation_id, None)) is not None and self._counts is not None:
-            self._counts.pending(elicitation, -1)
+        self._asked.discard(elicitation_id)
 
     def waiters(self, elicitation_id: str) -> int:
         """How many wait here for this question."""
@@ -350,7 +339,7 @@ class Broker:
             await self._catch_up(elicitation.id)  # another move won: its notice may have come meanwhile
             return False
         outcome = state.outcome
-        self._not_asking(elicitation.id)
+        self._asked.discard(elicitation.id)
         if self._counts is not None:
             self._counts.ended(elicitation, outcome)
         about = {"elicitation_id": elicitation.id, "run_id": elicitation.run_id}
@@ -382,7 +371,7 @@ class Broker:
             self._opened.missed()
         else:
             self._opened.ended(elicitation_id)
-            self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
+            self._asked.discard(elicitation_id)  # ended, maybe on another hub: no longer pending here
         everyone = [*self._waiters, *self._parked]
         for waiting in everyone if elicitation_id is None else [elicitation_id]:
             await self._catch_up(waiting)
