@@ -1,4 +1,8 @@
-"""The hub's YAML configuration: pydantic models, loading, and errors that name the key path."""
+"""The hub's YAML configuration: the whole file's model, its loading, and errors that name the key path.
+
+Each section's models live in a module of their own (`config_hub`, `config_auth`, `config_services`,
+`config_surfaces`, `config_approvals`); every name is imported from here.
+"""
 
 from __future__ import annotations
 
@@ -6,273 +10,79 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from elicithub.config_approvals import ApprovalPolicy, AuditConfig, check_approvals
+from elicithub.config_auth import SESSION_S, AuthConfig, OidcConfig, UserConfig
+from elicithub.config_base import Strict
 from elicithub.config_env import interpolate
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.config_hub import (
+    ConversationsConfig,
+    ElicitationConfig,
+    LimitsConfig,
+    MetricsConfig,
+    ModelConfig,
+    SecretsConfig,
+    ServerConfig,
+    StoreConfig,
+)
+from elicithub.config_services import (
+    DEFAULT_AGENT,
+    A2aAgentConfig,
+    AgentConfig,
+    McpServerConfig,
+    OAuthConfig,
+    ServiceConfig,
+    ToolConfig,
+)
+from elicithub.config_surfaces import SlackConfig, StreamsConfig, UIStreamConfig
 from elicithub.errors import HubError
+
+__all__ = [
+    "DEFAULT_AGENT",
+    "DEMO_SERVER_IDS",
+    "SESSION_S",
+    "A2aAgentConfig",
+    "AgentConfig",
+    "ApprovalPolicy",
+    "AuditConfig",
+    "AuthConfig",
+    "Config",
+    "ConfigError",
+    "ConversationsConfig",
+    "DemoConfig",
+    "ElicitationConfig",
+    "LimitsConfig",
+    "McpServerConfig",
+    "MetricsConfig",
+    "ModelConfig",
+    "OAuthConfig",
+    "OidcConfig",
+    "SecretsConfig",
+    "ServerConfig",
+    "ServiceConfig",
+    "SlackConfig",
+    "StoreConfig",
+    "StreamsConfig",
+    "ToolConfig",
+    "UIStreamConfig",
+    "UserConfig",
+    "load_config",
+    "parse_config",
+]
 
 
 class ConfigError(HubError):
     """The config cannot be used; the message names every bad key path."""
 
 
-class _Strict(BaseModel):
-    # A field's docstring is its description: the docs' configuration reference is generated from them.
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class StoreConfig(_Strict):
-    """Where the hub keeps questions, paused runs, conversations and tokens; Redis and Postgres are shared by hubs."""
-
-    url: str = "sqlite:///.elicithub/hub.db"
-    """`memory://`, `sqlite:///PATH`, `redis://HOST:PORT/DB` or `postgresql://USER:PASS@HOST/DB`."""
-    heartbeat_s: float = Field(default=5, gt=0, le=60)
-    """How often a hub says it is alive (Redis, Postgres); after three silent beats other hubs take over its runs."""
-    pool_size: int = Field(default=10, ge=1, le=1000)
-    """Postgres: the connections each hub keeps at most (plus one that listens)."""
-    statement_timeout_s: float = Field(default=30, gt=0, le=3600)
-    """Postgres: how long one statement may run before the server stops it."""
-    allow_eviction: bool = False
-    """Redis: run even though its maxmemory-policy lets it evict keys (pending questions and tokens may vanish)."""
-
-    @field_validator("url")
-    @classmethod
-    def _known_scheme(cls, url: str) -> str:
-        if url != "memory://" and not re.match(
-            r"^sqlite:///|^redis://[^\s/:@]+(:\d+)?(/\d+)?$|^postgres(ql)?://\S+$", url
-        ):
-            raise ValueError(
-                "must be memory://, sqlite:///PATH, redis://HOST:PORT/DB or postgresql://USER:PASS@HOST/DB"
-            )
-        return url
-
-    @property
-    def shown_url(self) -> str:
-        """The URL without its password, to print or log."""
-        return re.sub(r"^(postgres(?:ql)?://[^:/@]*:)[^@/]*@", r"\1***@", self.url)
-
-
-class ModelConfig(_Strict):
-    """The model that runs the agents: the deterministic scripted one, or an OpenAI-compatible endpoint."""
-
-    kind: Literal["scripted", "openai"] = "scripted"
-    """`scripted` (`/call SERVER.TOOL {json}` calls a tool; anything else gets help) or `openai`."""
-    base_url: str | None = None
-    """openai: the endpoint's base URL (the OpenAI API when unset)."""
-    model: str | None = None
-    """openai: the model's name (required)."""
-    api_key_env: str | None = None
-    """openai: the environment variable holding the API key."""
-
-    @model_validator(mode="after")
-    def _openai_needs_a_model(self) -> ModelConfig:
-        if self.kind == "openai" and not self.model:
-            raise ValueError("model: is required when kind is openai")
-        return self
-
-
-class UserConfig(_Strict):
-    """A static user and their bearer token (development and tests; a deployment names its identity provider)."""
-
-    id: str = Field(min_length=1)
-    """The hub user."""
-    token: str = Field(min_length=8)
-    """Their bearer token."""
-
-
-class ElicitationConfig(_Strict):
-    """How long a question waits for its answer, and how many rounds of questions one tool call may ask."""
-
-    timeout_s: float = Field(default=600, gt=0)
-    """A question's deadline: then it expires and the tool says nobody answered."""
-    max_rounds: int = Field(default=10, ge=1, le=100)
-    """Rounds of questions one tool call may ask (InputRequiredResult rounds, a task's or an A2A agent's)."""
-
-
-class StreamsConfig(_Strict):
-    """The chat streams."""
-
-    keepalive_s: float = Field(default=15, gt=0)
-    """How often a stream that waits gets a `: keep-alive` comment line, so proxies do not cut it."""
-
-
-class UIStreamConfig(_Strict):
-    """The AI SDK UI message stream (`/run/api/chat`). `native_approvals`: a question approving the requester's own
-    call is AI SDK 6's `tool-approval-request` (answered by an `approval-responded` tool part), not a data part."""
-
-    native_approvals: bool = False
-
-
-class LimitsConfig(_Strict):
-    """What the hub takes from a caller."""
-
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
-    """Larger request bodies get 413."""
-
-
-class ServerConfig(_Strict):
-    """How the process stops: on SIGTERM it turns not-ready, serves `drain_s` more seconds, then ends its streams."""
-
-    drain_s: float = Field(default=10, ge=0, le=3600)
-    """Seconds a hub stays not-ready but serving after SIGTERM; give the orchestrator `drain_s + 5` to stop it."""
-
-
-class MetricsConfig(_Strict):
-    """`GET /metrics` in Prometheus text format; off, the hub serves no such page and counts nothing for it."""
-
-    enabled: bool = True
-    """Whether the hub serves `/metrics` (off: a 404)."""
-
-
-class ConversationsConfig(_Strict):
-    """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
-
-    retention_s: float = Field(default=7 * 24 * 3600, gt=0)
-    """How long an idle conversation is kept (and an MCP or A2A task of the hub's)."""
-    max_events: int = Field(default=1000, ge=100, le=100_000)
-    """How many of a conversation's newest log entries are kept."""
-
-
-class OAuthConfig(_Strict):
-    """A pre-registered OAuth client; endpoints are discovered (RFC 9728, RFC 8414) unless given here."""
-
-    client_id: str | None = None
-    """Without it the hub names its client ID metadata document where the server takes one, else registers (RFC
-    7591)."""
-    client_secret_env: str | None = None
-    """The environment variable holding the client's secret."""
-    scopes: list[str] = []
-    """The scopes to ask for; unset: the server's challenge's, else its metadata's `scopes_supported`."""
-    issuer: str | None = Field(default=None, pattern=r"^https?://")
-    """The authorization server, when the server's metadata does not name it."""
-    authorization_endpoint: str | None = Field(default=None, pattern=r"^https?://")
-    """For a provider without metadata, with `token_endpoint` and `client_id`."""
-    token_endpoint: str | None = Field(default=None, pattern=r"^https?://")
-    """For a provider without metadata, with `authorization_endpoint`."""
-    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
-    """How a client with a secret authenticates at the token endpoint; by default chosen from the server's metadata."""
-
-    @model_validator(mode="after")
-    def _both_endpoints(self) -> OAuthConfig:
-        if (self.authorization_endpoint is None) != (self.token_endpoint is None):
-            raise ValueError("give both authorization_endpoint and token_endpoint, or neither")
-        if self.authorization_endpoint is not None and self.client_id is None:
-            raise ValueError("client_id: is required with explicit endpoints (there is no registration endpoint)")
-        return self
-
-
-class ToolConfig(_Strict):
-    """A tool the hub can offer before anyone has signed in to a user-scoped server (it cannot list them then)."""
-
-    name: str = Field(min_length=1)
-    """The tool's name at its server."""
-    description: str = ""
-    """What the model is told the tool does."""
-    input_schema: JsonObject = {"type": "object"}
-    """The JSON Schema of its arguments."""
-
-
-class ServiceConfig(_Strict):
-    """What every downstream service (MCP server, A2A agent) has: its id, name, and how the hub gets a credential."""
-
-    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
-    """The prefix of its tools' names (`ID.TOOL`)."""
-    name: str | None = None
-    """How people see the service ("Tracker"); defaults to the id, capitalised."""
-    url: str | None = None
-    """Where it is (http or https)."""
-    credential_scope: Literal["none", "project", "user"] = "none"
-    """No credential, one token shared by everyone (`project`), or each user's own, asked as a sign-in (`user`)."""
-    credential_env: str | None = None
-    """project scope: the environment variable holding the shared token."""
-    oauth: OAuthConfig | None = None
-    """user scope: a pre-registered OAuth client, or endpoints; else everything is discovered."""
-
-    @property
-    def display_name(self) -> str:
-        return self.name or self.id[:1].upper() + self.id[1:]
-
-    def _check_credentials(self) -> None:
-        if self.url is not None and not re.match(r"^https?://", self.url):
-            raise ValueError("url: must be an http(s) URL")
-        if self.credential_scope == "project" and not self.credential_env:
-            raise ValueError("credential_env: is required when credential_scope is project")
-
-
-class McpServerConfig(ServiceConfig):
-    """A downstream MCP server: its tools are the agents' as `ID.TOOL`, reached over streamable HTTP or stdio."""
-
-    command: list[str] | None = None
-    """A server over stdio: its command line, instead of `url` (one process per call)."""
-    tools: list[ToolConfig] = []
-    """Tools offered before anyone has signed in to a user-scoped server; they override its listing."""
-    protocol: Literal["auto", "legacy", "2026-07-28"] = "auto"
-    """Which protocol era to speak: auto discovers 2026-07-28 and falls back to the handshake;
-    legacy forces the 2025-11-25 handshake (needed for servers that elicit with elicitation/create)."""
-    tasks: Literal["auto", "on", "off"] = "auto"
-    """Whether calls may become MCP tasks: auto offers them where the server supports them (2026-07-28: the tasks
-    extension on every request; 2025-11-25: tools whose taskSupport allows it); on calls every 2025-11-25 tool as
-    a task; off never offers one."""
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> McpServerConfig:
-        if (self.url is None) == (self.command is None):
-            raise ValueError("give exactly one of url (streamable HTTP) or command (stdio)")
-        if self.command is not None and not self.command:
-            raise ValueError("command: must not be empty")
-        self._check_credentials()
-        if self.credential_scope == "user" and self.url is None:
-            raise ValueError("credential_scope: user needs a url (OAuth protects HTTP servers, not stdio)")
-        return self
-
-
-class A2aAgentConfig(ServiceConfig):
-    """A downstream A2A agent: one tool `ID.send_message`, described from the agent card found at `url`."""
-
-    url: str
-    """Where its agent card is (`/.well-known/agent-card.json` under it)."""
-    timeout_s: float = Field(default=120, gt=0)
-    """One request to the agent (its work between two questions)."""
-    sign_in_grace_s: float = Field(default=5, ge=0)
-    """After the person says they signed in at the agent's link: how long its task may take to go on by itself
-    before it is told so in a message on the task (many agents wait for one)."""
-
-    @model_validator(mode="after")
-    def _http_url(self) -> A2aAgentConfig:
-        self._check_credentials()
-        return self
-
-
-class AgentConfig(_Strict):
-    """An agent: its own tools (server ids, A2A agent ids, or other agents, which it may delegate to)."""
-
-    id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
-    """Its name: the tool `ID.delegate` for other agents, the MCP tool, the chat's `model` or `agent`."""
-    description: str = ""
-    """What other agents and MCP clients are told it does."""
-    tools: list[str] | None = None
-    """MCP server, A2A agent and agent ids; unset: every server and A2A agent (no delegation)."""
-
-
-DEFAULT_AGENT = "assistant"
 DEMO_SERVER_IDS = ("tracker", "deploy", "release", "travel")
 
 
-class SecretsConfig(_Strict):
-    """Where the hub's master key comes from: the environment, else a file generated on first run (mode 0600)."""
-
-    key_env: str = "ELICITHUB_SECRET_KEY"
-    """The environment variable holding the key: base64url of 32 random bytes."""
-    key_file: str = ".elicithub/secret.key"
-    """The file holding it, when the variable is unset."""
-
-
-class DemoConfig(_Strict):
+class DemoConfig(Strict):
     """The built-in demo servers, dev OAuth provider and signed-in dev user (on when serve runs without config)."""
 
     enabled: bool = False
@@ -286,68 +96,7 @@ class DemoConfig(_Strict):
     """The tracker's port there; deploy, release and travel follow."""
 
 
-SESSION_S = 8 * 3600
-"""How long a widget session lasts by default (`auth.oidc.session_s`; the demo's dev session too)."""
-
-
-class OidcConfig(_Strict):
-    """The company's OpenID provider: its JWTs name hub users on every surface that takes a bearer token."""
-
-    issuer: str = Field(pattern=r"^https?://[^/\s]+")
-    """The provider; discovery at `ISSUER/.well-known/openid-configuration`."""
-    audience: str = Field(min_length=1)
-    """The `aud` a bearer JWT must carry."""
-    client_id: str | None = None
-    """The widget's sign-in (authorization code + PKCE); unset: no sign-in in the browser."""
-    client_secret_env: str | None = None
-    """A confidential client's secret, by environment variable; a public client has none."""
-    user_claim: str = Field(default="sub", min_length=1)
-    """The claim that names the hub user."""
-    groups_claim: str = Field(default="groups", min_length=1)
-    """The claim listing a person's groups (a list of names), in their JWTs and ID tokens."""
-    admin_group: str | None = Field(default=None, min_length=1)
-    """Its members are admins of the hub (see `admins`)."""
-    scopes: list[str] = ["openid", "profile", "email"]
-    """What the sign-in asks for, and what a 401 names."""
-    session_s: int = Field(default=SESSION_S, ge=60, le=30 * 24 * 3600)
-    """How long a widget session lasts at most; the provider's session bounds it sooner (refresh token refused)."""
-
-
-class AuthConfig(_Strict):
-    """Who callers are: the company's identity provider, and whether anyone unidentified may chat."""
-
-    oidc: OidcConfig | None = None
-    """The identity provider; unset: only `users:` tokens (and the demo's dev user)."""
-    anonymous: bool = True
-    """false: chat needs a user (a bearer token or a signed-in session)."""
-
-
-class SlackConfig(_Strict):
-    """The Slack app surface: secrets come from the environment, never from the config file."""
-
-    bot_token_env: str = Field(default="SLACK_BOT_TOKEN", min_length=1)
-    """The environment variable holding the bot token (`xoxb-...`)."""
-    signing_secret_env: str = Field(default="SLACK_SIGNING_SECRET", min_length=1)
-    """The environment variable holding the app's signing secret."""
-    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://[^/\s]+")
-    """Slack's Web API (tests point it at a stand-in)."""
-    users: dict[str, str] = {}
-    """Slack user id -> hub user id; anyone else is told they cannot use the app."""
-    agent: str = Field(default="assistant", min_length=1)
-    """The agent that answers in Slack."""
-
-    @field_validator("users")
-    @classmethod
-    def _slack_ids(cls, users: dict[str, str]) -> dict[str, str]:
-        for slack_id, user_id in users.items():
-            if not re.match(r"^[A-Z0-9]+$", slack_id):
-                raise ValueError(f"{slack_id!r} is not a Slack user id (like U012ABC)")
-            if not user_id:
-                raise ValueError(f"{slack_id}: the hub user must not be empty")
-        return users
-
-
-class Config(_Strict):
+class Config(Strict):
     """The hub's config file; every key is optional."""
 
     public_url: str = Field(default="http://127.0.0.1:8700", pattern=r"^https?://[^/\s]+")

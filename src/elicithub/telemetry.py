@@ -20,9 +20,9 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Span, TracerProvider
 
-    from elicithub.core.broker import Resolution
     from elicithub.core.elicitation import Elicitation, Outcome
     from elicithub.core.runs import RunRecord
+    from elicithub.core.waiting import Resolution
 
 log = logging.getLogger(__name__)
 

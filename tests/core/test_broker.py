@@ -10,11 +10,12 @@ from datetime import timedelta
 import anyio
 import pytest
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.core.schema import FieldError
+from elicithub.core.waiting import Resolution
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent, NotFound
 from elicithub.store import MemoryElicitations
 from tests.core_fixtures import DEADLINE_S, BusSink, question, until

@@ -16,11 +16,12 @@ from typing import Any
 import anyio
 import pytest
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import ElicitationStore as Store
+from elicithub.core.waiting import Resolution
 from elicithub.errors import AlreadyResolved, Expired, NotFound
 from elicithub.store import PostgresElicitations, RedisElicitations
 from tests.core.test_broker import EU, drain, finish, state_of

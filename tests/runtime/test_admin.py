@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, State, utcnow
 from elicithub.core.ports import Backend
 from elicithub.core.runs import RunRecord
+from elicithub.core.waiting import Resolution
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired
 from elicithub.runtime.admin import AdminQuestions
 from elicithub.store import open_backend

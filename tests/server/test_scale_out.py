@@ -19,9 +19,10 @@ import pytest
 import yaml
 from mcp.shared.exceptions import MCPError
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
+from elicithub.core.waiting import Resolution
 from elicithub.store import open_backend
 from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
 from tests.core_fixtures import DEADLINE_S, BusSink, PostgresServer, RedisServer, question

@@ -10,9 +10,9 @@ from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_tex
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from elicithub.config import A2aAgentConfig
-from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import utcnow
 from elicithub.core.jsoncodec import whole_numbers
+from elicithub.core.waiting import Resolution
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext
 from elicithub.triggers.a2a.questions import PLAIN, answer_message, build_round

@@ -6,10 +6,11 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from elicithub.core.asked import Asked
 from elicithub.core.cancelling import despite_cancellation, settled
 from elicithub.core.elicitation import (
     Answer,
@@ -17,7 +18,6 @@ from elicithub.core.elicitation import (
     Elicitation,
     Expire,
     Invalid,
-    Outcome,
     Repeat,
     Resolve,
     State,
@@ -25,50 +25,20 @@ from elicithub.core.elicitation import (
     utcnow,
 )
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.listening import Listener
+from elicithub.core.opened import Opened
 from elicithub.core.ports import Counts, ElicitationStore, EventSink
+from elicithub.core.waiting import Resolution, Waiters, Waiting
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired, InvalidContent, SelfApprovalRefused
 
 log = logging.getLogger(__name__)
 
-LISTENER_STOP_S = 3.0
-KEPT_OPENED = 10_000
-"""Questions opened here remembered at most: those not yet waited on (one forgotten is read again by its wait), and
-those held for their answer's lookup (one forgotten is read again by it)."""
 
 NO_DEADLINE = datetime.max.replace(tzinfo=UTC)
 """Later than any question's deadline."""
 
 Ended = Callable[[str, bool], None]
 """Told that a question ended: its id, and whether it was announced here (else it ended on another instance)."""
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """How an elicitation ended, as the waiting trigger sees it."""
-
-    elicitation_id: str
-    outcome: Outcome
-    content: JsonObject | None = None
-    answered_by: str | None = None
-    """Who answered an approval (None for any other question, or one that ended without an answer)."""
-
-    @classmethod
-    def of(cls, elicitation: Elicitation) -> Resolution:
-        assert elicitation.outcome is not None
-        content = elicitation.answer.content if elicitation.answer is not None else None
-        return cls(elicitation.id, elicitation.outcome, content, elicitation.answered_by)
-
-
-@dataclass
-class _Waiting:
-    """Everyone here waiting for one question (the run, a surface relaying it, a second reader): they share one
-    future, each is woken once with the same resolution, and the first of them to learn of the end announces it."""
-
-    elicitation: Elicitation
-    future: asyncio.Future[Resolution]
-    waiters: int = 0
-    announced: bool = False
 
 
 class Broker:
@@ -80,40 +50,24 @@ class Broker:
         self.durable = durable
         """Durable: a waiter that goes away (shutdown) leaves its question pending, for the run to resume later."""
         self._counts = counts
-        self._waiters: dict[str, _Waiting] = {}
+        self._waiters = Waiters()
         self._parked: dict[str, Ended] = {}
-        self._listener: asyncio.Task[None] | None = None
-        self._opened: dict[str, None] = {}
-        """Questions opened here that nobody waits on yet and whose end no notice told of (oldest first); a wait for
-        one not here reads whether it has ended."""
-        self._held: dict[str, Elicitation] = {}
-        """Questions opened here, as stored, until they end or their deadline passes: their answer's `lookup` needs no
-        read (`respond`'s compare-and-set is made against this copy, and fails if the question changed since)."""
+        self._listener = Listener(store.resolutions, self._heard)
+        self._opened = Opened()
         self._transitions: Counter[str] = Counter()
         """Questions this process is moving now: a notice of their end waits for the move's own outcome."""
-        self._asked: dict[str, Elicitation] = {}
-        """Questions a run of this hub waits on (in its task, or parked here), from before they show until their end is
-        heard here or the run stops waiting on them: this hub's pending count, right whichever hub ends them."""
+        self._asked = Asked(counts)
 
     async def start(self) -> None:
         """Listen to the store, so an answer taken by another process sharing it wakes the waiter here."""
-        notices = self.store.resolutions()
-        await anext(notices)  # listening from here on
-        self._listener = asyncio.create_task(self._listen(notices))
+        await self._listener.start()
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
-            # A store client may swallow the cancellation while it reads; never let that hold up a shutdown.
-            # Such a listener ends when its store closes.
-            done, _ = await asyncio.wait({self._listener}, timeout=LISTENER_STOP_S)
-            if not done:
-                log.warning("the store listener did not stop within %g s; it ends with the store", LISTENER_STOP_S)
-            self._listener = None
+        await self._listener.close()
 
     async def request(self, elicitation: Elicitation) -> Resolution:
         """Store the elicitation, publish it on its run's stream, and wait until it ends (answer or deadline)."""
-        with self._waiting(elicitation) as waiting:
+        with self._waiters.join(elicitation) as waiting:
             stored = asyncio.ensure_future(self.store.put(elicitation))
             try:
                 await asyncio.shield(stored)
@@ -131,53 +85,24 @@ class Broker:
         await self._announce_once(waiting, resolution)
         return resolution
 
-    @contextlib.contextmanager
-    def _waiting(self, elicitation: Elicitation) -> Iterator[_Waiting]:
-        """Join the waiters of a question here; the last to leave takes the entry away (a waiter that gives up
-        leaves the others waiting)."""
-        waiting = self._waiters.get(elicitation.id)
-        if waiting is None:
-            future: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
-            waiting = self._waiters[elicitation.id] = _Waiting(elicitation, future)
-        waiting.waiters += 1
-        try:
-            yield waiting
-        finally:
-            waiting.waiters -= 1
-            if waiting.waiters == 0 and self._waiters.get(elicitation.id) is waiting:
-                del self._waiters[elicitation.id]
-
     async def open(self, *elicitations: Elicitation, along: Awaitable[None] | None = None) -> None:
         """Store new questions and show them on their run's stream; `wait` for their end. `along`: a write that
         must be stored before any of them shows (the run's pause), made in the same turn as theirs, so a batching
         store sends them together; they show once all are stored."""
         for elicitation in elicitations:
-            if self._listener is not None:
-                # Noted before it is stored: a `wait` that follows then knows whether it can have ended meanwhile.
-                if len(self._opened) >= KEPT_OPENED:
-                    self._opened.pop(next(iter(self._opened)))
-                self._opened[elicitation.id] = None
+            if self._listener.listening:
+                self._opened.note(elicitation.id)
             # Pending here before it is stored: a notice of its end (a supersede) cannot come before it is counted.
-            self._asking(elicitation)
+            self._asked.add(elicitation)
         try:
             await asyncio.gather(*([] if along is None else [along]), *map(self.store.put, elicitations))
         except BaseException:
             for elicitation in elicitations:
-                self._not_asking(elicitation.id)
+                self._asked.discard(elicitation.id)
             raise
-        self._hold(elicitations)
+        self._opened.hold(elicitations)
         for elicitation in elicitations:
             await self.events.publish(elicitation, ElicitationRequested(elicitation))
-
-    def _hold(self, elicitations: tuple[Elicitation, ...]) -> None:
-        held = self._held
-        now = utcnow()
-        # Oldest first: let go of those past their deadline (an answer now expires them, after a read), and of the
-        # oldest beyond the bound.
-        while held and ((first := next(iter(held.values()))).expires_at < now or len(held) >= KEPT_OPENED):
-            del held[first.id]
-        for elicitation in elicitations:
-            held[elicitation.id] = elicitation
 
     async def reopen(self, elicitation_id: str) -> Elicitation | None:
         """Show a question asked earlier again (a resumed run); None when it has ended meanwhile. Its end is heard
@@ -187,7 +112,7 @@ class Broker:
         if elicitation is None or elicitation.state is not State.PENDING:
             return None
         if not parked or elicitation_id in self._parked:  # else its end was heard meanwhile: nothing waits on it
-            self._asking(elicitation)
+            self._asked.add(elicitation)
         await self.events.publish(elicitation, ElicitationRequested(elicitation))
         return elicitation
 
@@ -214,7 +139,7 @@ class Broker:
         resolved = ElicitationResolved(resolution.elicitation_id, resolution.outcome, resolution.answered_by)
         await self.events.publish(elicitation, resolved)
 
-    async def _announce_once(self, waiting: _Waiting, resolution: Resolution) -> None:
+    async def _announce_once(self, waiting: Waiting, resolution: Resolution) -> None:
         if not waiting.announced:
             waiting.announced = True
             await self._announce(waiting.elicitation, resolution)
@@ -228,9 +153,8 @@ class Broker:
             raise ElicitationNotFound(elicitation_id)
         if elicitation.state is not State.PENDING:
             return Resolution.of(elicitation)
-        heard = elicitation_id not in self._opened
-        self._opened.pop(elicitation_id, None)
-        with self._waiting(elicitation) as waiting:
+        heard = self._opened.waited(elicitation_id)
+        with self._waiters.join(elicitation) as waiting:
             # It may have ended between the read and the registration: read again now that notices reach us
             # (taking its lease, unless this client stored it), unless it was opened here and no notice came since
             # (its end would have been heard). Only how it ended is kept, not a second copy of the question.
@@ -273,7 +197,7 @@ class Broker:
         try:
             resolution = await self.wait(elicitation_id, known.get(elicitation_id))
         finally:
-            self._not_asking(elicitation_id)  # it ended, or the run went away
+            self._asked.discard(elicitation_id)  # it ended, or the run went away
         if ended is not None:
             ended(resolution)
         return resolution
@@ -289,7 +213,7 @@ class Broker:
         being the user's); to anyone else (or in another conversation) it does not exist, and to a requester who may
         not approve their own call it is refused (SelfApprovalRefused). One opened here and pending is as this hub
         holds it, else as stored."""
-        elicitation = self._held.get(elicitation_id) or await self.store.get(elicitation_id)
+        elicitation = self._opened.held(elicitation_id) or await self.store.get(elicitation_id)
         if elicitation is None or (conversation_id is not None and elicitation.conversation_id != conversation_id):
             raise ElicitationNotFound(elicitation_id)
         if elicitation.approval is None:
@@ -320,11 +244,11 @@ class Broker:
             answer = replace(answer, by=user_id)  # who answered is kept with the answer (first answer wins)
         decision = decide(elicitation, answer, utcnow())
         if isinstance(decision, Invalid):
-            if looked_up is not None or elicitation is self._held.get(elicitation_id):
+            if looked_up is not None or elicitation is self._opened.held(elicitation_id):
                 # Judged against a copy held since it was opened or looked up: if it has ended since, that decides.
                 stored = await self.store.get(elicitation_id)
                 if stored is not None and stored.state is not State.PENDING:
-                    self._held.pop(elicitation_id, None)
+                    self._opened.let_go(elicitation_id)
                     return await self.respond(elicitation_id, answer, user_id, conversation_id, stored, groups)
             raise InvalidContent(elicitation_id, decision.errors)
         if isinstance(decision, Repeat):
@@ -347,7 +271,7 @@ class Broker:
 
     async def end(self, elicitation_id: str, state: State) -> Resolution:
         """End a pending elicitation without a person's answer (expired, cancelled); returns the final outcome."""
-        self._held.pop(elicitation_id, None)
+        self._opened.let_go(elicitation_id)
         elicitation = await self.store.get(elicitation_id)
         if elicitation is None:
             raise ElicitationNotFound(elicitation_id)
@@ -387,22 +311,11 @@ class Broker:
     def unpark(self, elicitation_id: str) -> None:
         """The parked run no longer waits on the question (it ended, or the run let go of it)."""
         self._parked.pop(elicitation_id, None)
-        self._not_asking(elicitation_id)
-
-    def _asking(self, elicitation: Elicitation) -> None:
-        if elicitation.id not in self._asked:
-            self._asked[elicitation.id] = elicitation
-            if self._counts is not None:
-                self._counts.pending(elicitation, 1)
-
-    def _not_asking(self, elicitation_id: str) -> None:
-        if (elicitation := self._asked.pop(elicitation_id, None)) is not None and self._counts is not None:
-            self._counts.pending(elicitation, -1)
+        self._asked.discard(elicitation_id)
 
     def waiters(self, elicitation_id: str) -> int:
         """How many wait here for this question."""
-        waiting = self._waiters.get(elicitation_id)
-        return 0 if waiting is None else waiting.waiters
+        return self._waiters.count(elicitation_id)
 
     async def cancel(self, elicitation_ids: list[str]) -> None:
         """Cancel questions that are still open (the person moved on with a new message), wherever they wait."""
@@ -414,7 +327,7 @@ class Broker:
         # Who waits is read before the write as well: a waiter that leaves while it is in flight (its wait was
         # cancelled) is still the one whose end this is, and must not be taken for nobody.
         before = self._waiters.get(elicitation.id)
-        self._held.pop(elicitation.id, None)  # ended now, or (when this loses) already: an answer reads it again
+        self._opened.let_go(elicitation.id)  # ended now, or (when this loses) already: an answer reads it again
         self._transitions[elicitation.id] += 1
         try:
             moved = await self.store.transition(elicitation.id, state, answer, utcnow(), elicitation)
@@ -426,7 +339,7 @@ class Broker:
             await self._catch_up(elicitation.id)  # another move won: its notice may have come meanwhile
             return False
         outcome = state.outcome
-        self._not_asking(elicitation.id)
+        self._asked.discard(elicitation.id)
         if self._counts is not None:
             self._counts.ended(elicitation, outcome)
         about = {"elicitation_id": elicitation.id, "run_id": elicitation.run_id}
@@ -450,29 +363,18 @@ class Broker:
             parked(elicitation.id, True)
         return True
 
-    async def _listen(self, notices: AsyncGenerator[str | None, None]) -> None:
+    async def _heard(self, elicitation_id: str | None) -> None:
         """Wake the waiters here whose elicitation reached a terminal state through any process."""
-        while True:
-            try:
-                async with contextlib.aclosing(notices):
-                    async for elicitation_id in notices:
-                        # None: listening started over, and what was resolved meanwhile was not heard.
-                        # An end heard of (or maybe missed) lets go of the question opened here: its wait, if one
-                        # comes, reads how it ended.
-                        if elicitation_id is None:
-                            self._opened.clear()
-                        else:
-                            self._held.pop(elicitation_id, None)
-                            self._opened.pop(elicitation_id, None)
-                            self._not_asking(elicitation_id)  # ended, maybe on another hub: no longer pending here
-                        everyone = [*self._waiters, *self._parked]
-                        for waiting in everyone if elicitation_id is None else [elicitation_id]:
-                            await self._catch_up(waiting)
-                return
-            except Exception:
-                log.exception("listening for resolved elicitations failed; listening again in 1 s")
-            await asyncio.sleep(1)
-            notices = self.store.resolutions()
+        # None: listening started over, and what was resolved meanwhile was not heard. An end heard of (or maybe
+        # missed) lets go of the question opened here: its wait, if one comes, reads how it ended.
+        if elicitation_id is None:
+            self._opened.missed()
+        else:
+            self._opened.ended(elicitation_id)
+            self._asked.discard(elicitation_id)  # ended, maybe on another hub: no longer pending here
+        everyone = [*self._waiters, *self._parked]
+        for waiting in everyone if elicitation_id is None else [elicitation_id]:
+            await self._catch_up(waiting)
 
     async def _catch_up(self, elicitation_id: str) -> None:
         if elicitation_id in self._parked and elicitation_id not in self._transitions:

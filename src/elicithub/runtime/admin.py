@@ -8,9 +8,10 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Elicitation, State, utcnow
 from elicithub.core.ports import RunStore
+from elicithub.core.waiting import Resolution
 from elicithub.errors import AlreadyResolved, ElicitationNotFound, Expired
 
 log = logging.getLogger(__name__)

@@ -8,11 +8,12 @@ from dataclasses import replace
 from typing import Any
 
 from elicithub import logfields, telemetry
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
+from elicithub.core.waiting import Resolution
 from elicithub.runtime.parking import Parked, Spot
 
 SavePause = Callable[[Pause], Awaitable[None]]

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
+from elicithub.core.waiting import Resolution
 from elicithub.errors import (
     ConversationNotFound,
     ElicitationNotFound,
@@ -32,11 +32,9 @@ from elicithub.errors import (
 )
 from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
-from elicithub.runtime.parking import Parked, Parking
+from elicithub.runtime.running import Running
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.taken import Answered, Followed, Following, Sent
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -78,24 +76,15 @@ class Conversations:
         self.runner = runner
         self.stream = stream
         self.instance = instance
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._running_in: dict[str, str] = {}
-        """The conversation key of each run whose task goes on here."""
-        self._parking = Parking(broker, self._unpark)
-        self._parked_in: dict[str, str] = {}
-        """The conversation key of each run parked here: its history is read back from this hub's `histories`."""
-        self._read_by_answer: dict[str, asyncio.Future[RunRecord | None]] = {}
-        """A parked run's record as an answer here reads it while it is parked: its unparking needs no read of its
-        own."""
+        self._running = Running(backend.runs, broker, runner, instance)
         self._readers: Counter[str] = Counter()
         self._reader_kinds: Counter[str] = Counter()
-        self._watchers: list[Callable[[RunRecord], None]] = []
 
     def watch(self, watcher: Callable[[RunRecord], None]) -> None:
         """Tell `watcher` of each run as it starts or resumes on this instance. A surface that shows runs in a
         place of its own (a Slack thread) follows each run where it runs, so exactly one instance shows it,
         and the showing moves with the run (a restart, a takeover)."""
-        self._watchers.append(watcher)
+        self._running.watch(watcher)
 
     # -- conversations and their runs
 
@@ -133,7 +122,7 @@ class Conversations:
             modes=sorted(caller.modes),
             history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
         )
-        self._start(run, resumed=False)
+        self._running.start(run, resumed=False)
         return Sent(conversation_id, run_id, record.active_run_after)
 
     async def answer(
@@ -154,18 +143,8 @@ class Conversations:
             raise ElicitationNotFound(elicitation_id)
         key = conversation_key(elicitation.user_id, elicitation.conversation_id)
         after = await self.backend.events.last(key)
-        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together; a
-        # run parked here is read whole (its history is the one this hub holds), so it resumes without a read.
-        parked_in = self._parked_in.get(elicitation.run_id)
-        read = asyncio.ensure_future(
-            self.backend.runs.get(
-                elicitation.run_id,
-                messages=parked_in is not None,
-                known=self.runner.histories.first(parked_in) if parked_in is not None else (),
-            )
-        )
-        if parked_in is not None:
-            self._read_by_answer[elicitation.run_id] = read
+        # The run's call is read in the same turn as the compare-and-set, so a batching store sends both together.
+        read = self._running.read(elicitation.run_id)
         resolution, run = await asyncio.gather(
             self.broker.respond(elicitation.id, answer, caller.user_id, looked_up=elicitation, groups=groups), read
         )
@@ -183,7 +162,8 @@ class Conversations:
     async def follow(self, caller: Caller, conversation_id: str, run_id: str, after: int) -> Following:
         """`run_id`'s events after position `after`, as they come, up to its end."""
         key = self._key(caller, conversation_id)
-        if self._running_in.get(run_id) != key:  # else the caller's conversation is there: its run goes on here
+        # The conversation is read (unknown or another user's: not found) unless the run goes on here, in it.
+        if self._running.conversation_of(run_id) != key:
             await self.get(caller, conversation_id, messages=False)
         return Following(run_id, self._follow(key, run_id, after, "chat"))
 
@@ -339,42 +319,6 @@ class Conversations:
             child = run.pause.child_run_id
             run = None if child is None else await self.backend.runs.get(child, messages=False)
 
-    def _start(self, record: RunRecord, *, resumed: bool, unparked: bool = False) -> None:
-        async def run() -> None:
-            try:
-                parking = self._parking.spot(record.run_id)
-                await self.runner.run(record, resumed=resumed, parking=parking, unparked=unparked, saves=saves)
-            except Parked:
-                # Its pause is on record: held here until the round ends, then resumed from it (`_unpark`).
-                self._parked_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
-                self._parking.park(record.run_id)
-            finally:
-                if self._tasks.get(record.run_id) is task:  # not the task of a run resumed meanwhile
-                    del self._tasks[record.run_id], self._running_in[record.run_id]
-
-        saves = None if resumed else self.runner.start(record)
-        # Registered before anything is awaited, so a sweep never takes a run this instance is starting.
-        task = self._tasks[record.run_id] = asyncio.create_task(run())
-        self._running_in[record.run_id] = conversation_key(record.user_id, record.conversation_id)
-        if not unparked:  # a watcher of a run follows it through its parking
-            for watcher in self._watchers:
-                watcher(record)
-
-    async def _unpark(self, run_id: str) -> None:
-        """A parked run's round ended: it goes on here, from its record, as after a restart."""
-        key = self._parked_in.pop(run_id, None)
-        reading = self._read_by_answer.pop(run_id, None)
-        record = None
-        if reading is not None:
-            with contextlib.suppress(Exception):  # read again below
-                record = await reading
-        if record is None:
-            known = self.runner.histories.first(key) if key is not None else []
-            record = await self.backend.runs.get(run_id, known=known)
-        if record is None or record.status == "finished" or record.owner != self.instance:
-            return  # stopped for good, or taken over by another instance meanwhile
-        self._start(record, resumed=True, unparked=True)
-
     async def _follow(self, key: str, run_id: str, after: int, kind: str) -> Followed:
         self._readers[run_id] += 1
         self._reader_kinds[kind] += 1
@@ -393,34 +337,16 @@ class Conversations:
 
     def running(self) -> int:
         """Runs of this instance: going, or parked while their questions wait."""
-        return len(self._tasks.keys() | self._parking.runs())  # a run parking still ends its task
+        return self._running.running()
 
     def parked(self) -> int:
         """Runs of this instance parked (or parking): waiting on their questions without a task."""
-        return len(self._parking)
+        return self._running.parked()
 
     async def recover(self) -> int:
         """Continue the unfinished runs of instances that are gone (and this one's own, after a restart), and the
         runs parked here whose round is over although no notice said so."""
-        await self._parking.check_overdue()
-        runs = self.backend.runs
-        taken = 0
-        for listed in await runs.unfinished():
-            if listed.run_id in self._tasks or listed.run_id in self._parking:
-                continue
-            # Read it again now that it is known not to run here: a run of ours may have finished since the list.
-            record = await runs.get(listed.run_id)
-            if record is None or record.status == "finished" or record.parent_run_id is not None:
-                continue  # a delegated run is continued by its parent's call
-            if record.owner != self.instance and await runs.alive(record.owner):
-                continue
-            if not await runs.claim(record.run_id, record.owner, self.instance):
-                continue  # another instance took it first
-            self._start(replace(record, owner=self.instance), resumed=True)
-            taken += 1
-        if taken:
-            log.info("continuing %d interrupted runs", taken)
-        return taken
+        return await self._running.recover()
 
     async def purge(self, idle_before: float) -> int:
         """Forget the conversations idle since before `idle_before` (unix seconds): the store's without an active
@@ -430,12 +356,4 @@ class Conversations:
         return purged
 
     async def close(self) -> None:
-        waiting = await self._parking.close()
-        self._read_by_answer.clear()
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if not self.broker.durable:
-            # As a waiting run's would (Broker.wait_all): nobody can use an answer to them any more.
-            await self.broker.cancel(waiting)
+        await self._running.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from elicithub.core.broker import Resolution
 from elicithub.core.events import StreamEvent
 from elicithub.core.runs import ToolCall
+from elicithub.core.waiting import Resolution
 
 
 @dataclass(frozen=True)

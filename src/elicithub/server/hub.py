@@ -6,11 +6,9 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import time
 from datetime import timedelta
 from functools import partial
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -23,21 +21,10 @@ from elicithub.auth.oauth import OAuthClient
 from elicithub.auth.oidc import OidcVerifier
 from elicithub.auth.sessions import ProviderSessions, widget_client
 from elicithub.auth.vault import Vault
-from elicithub.config import SESSION_S, A2aAgentConfig, AgentConfig, Config, McpServerConfig
-from elicithub.config_approvals import ApprovalPolicy
+from elicithub.config import SESSION_S, Config
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
-from elicithub.demo.launcher import (
-    DEMO_APPROVAL,
-    bind,
-    demo_a2a_entries,
-    demo_agents,
-    demo_entries,
-    demo_urls,
-    service_ports,
-)
-from elicithub.demo.tracker import base_url
 from elicithub.metrics import Metrics
 from elicithub.runtime.admin import AdminQuestions
 from elicithub.runtime.approvers import Answerable, ApprovalNotices
@@ -49,6 +36,7 @@ from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter, Trigger
 from elicithub.runtime.stream import RunStream
 from elicithub.server.admins import Admins
+from elicithub.server.demo import HubDemo
 from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.server.streaming import OpenStreams
@@ -76,9 +64,6 @@ from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 log = logging.getLogger(__name__)
 
-DEMO_HOST = "127.0.0.1"
-"""The demo servers listen on loopback only, whatever address the hub itself listens on."""
-
 AGENT_DESCRIPTION = "Ask the hub's {agent}; it calls tools, and asks you when a tool needs your input."
 """How the hub's MCP and A2A servers describe an agent whose config gives no description."""
 
@@ -100,11 +85,9 @@ class Hub:
         instance: str | None = None,
     ) -> None:
         telemetry.configure()  # on only if the OTEL_* environment asks for it
-        self._demo_ports: tuple[int, int, int, int] | None = None
-        self._demo_sockets: list[socket.socket] = []
-        self._demo: contextlib.AsyncExitStack | None = None
+        self._demo = HubDemo()
         if config.demo.enabled:
-            config = self._with_demo(config)
+            config = self._demo.configure(config)
         self.config = config
         self.instance = instance or os.environ.get("ELICITHUB_INSTANCE") or new_id("hub")
         self.keys = keys if keys is not None else load_keys(config.secrets)
@@ -301,53 +284,12 @@ class Hub:
         ]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
 
-    def _with_demo(self, config: Config) -> Config:
-        """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents, whose
-        assistant has the configured servers' tools too. Their ports are chosen now so the bridge knows their URLs;
-        a configured id takes precedence over a demo one. With `demo.servers_host` the servers run elsewhere."""
-        host = config.demo.servers_host
-        if host is None:
-            host = DEMO_HOST
-            # Bound now, served at start: the ports go into the config, and nobody else can take them meanwhile.
-            self._demo_sockets = [bind(DEMO_HOST, 0) for _ in range(4)]
-            self._demo_ports = ports = tuple(sock.getsockname()[1] for sock in self._demo_sockets)
-        else:
-            ports = service_ports(config.demo.servers_port)
-        entries = demo_entries(*demo_urls(host, ports[:3]))
-        taken = {s.id for s in config.mcp_servers} | {a.id for a in config.a2a_agents}
-        servers = [*[McpServerConfig.model_validate(e) for e in entries if e["id"] not in taken], *config.mcp_servers]
-        travel = demo_a2a_entries(base_url(host, ports[3]))
-        a2a = [*[A2aAgentConfig.model_validate(e) for e in travel if e["id"] not in taken], *config.a2a_agents]
-        update: dict[str, Any] = {"mcp_servers": servers, "a2a_agents": a2a}
-        agents = demo_agents([s.id for s in config.mcp_servers] + [a.id for a in config.a2a_agents])
-        if config.agents == Config().agents and not taken & {"travel", *(a["id"] for a in agents)}:
-            update["agents"] = [AgentConfig.model_validate(a) for a in agents]
-        if not config.approvals and "release" not in taken and "ops" not in config.groups:
-            update["approvals"] = [ApprovalPolicy.model_validate(DEMO_APPROVAL)]
-            update["groups"] = {**config.groups, "ops": [config.demo.dev_user]}
-        return config.model_copy(update=update)
-
     async def start(self) -> None:
         await self.backend.open()
         await self.broker.start()
         if self.oidc is not None:
             await self.oidc.start()
-        if self._demo_ports is not None:
-            from elicithub.demo.launcher import start_demo
-
-            self._demo = contextlib.AsyncExitStack()
-            tracker, deploy, release, travel = self._demo_ports
-            await self._demo.enter_async_context(
-                start_demo(
-                    DEMO_HOST,
-                    tracker_port=tracker,
-                    deploy_port=deploy,
-                    release_port=release,
-                    travel_port=travel,
-                    bound=self._demo_sockets,
-                )
-            )
-            log.info("demo servers: tracker, deploy and release on %s", DEMO_HOST)
+        await self._demo.start()
         await self.backend.runs.heartbeat(self.instance, 3 * self.config.store.heartbeat_s)
         await self.conversations.recover()
         self._sweeper = asyncio.create_task(self._sweep())
@@ -370,10 +312,7 @@ class Hub:
         await self.a2a_http.aclose()
         if self.oidc is not None:
             await self.oidc.close()
-        if self._demo is not None:
-            await self._demo.aclose()
-        for sock in self._demo_sockets:  # a hub never started still holds them
-            sock.close()
+        await self._demo.close()
         await self.backend.close()
 
     async def _sweep(self) -> None:

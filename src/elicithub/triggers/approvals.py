@@ -22,10 +22,10 @@ import jsonschema
 from elicithub.auth.groups import SignedInGroups
 from elicithub.config_approvals import ApprovalPolicy, first_policy
 from elicithub.core.approval import Approval, approval_schema, edited
-from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Elicitation, QuestionContext, new_elicitation
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import KeyValueStore
+from elicithub.core.waiting import Resolution
 from elicithub.runtime.approvers import ApprovalNotices, asked_of, waiting_for
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import Trigger

@@ -18,10 +18,11 @@ from a2a.types import AgentCard, Message, Role, Task, TaskState
 from a2a.utils.constants import TransportProtocol
 
 from elicithub.config import A2aAgentConfig
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
+from elicithub.core.waiting import Resolution
 from elicithub.errors import HubError, QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.models import ToolSpec

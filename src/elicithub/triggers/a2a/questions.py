@@ -18,11 +18,11 @@ from a2a.helpers import get_data_parts, get_message_text, get_url_parts, new_dat
 from a2a.types import Message, Part, Role, Task, TaskState
 
 from elicithub.config import A2aAgentConfig
-from elicithub.core.broker import Resolution
 from elicithub.core.elicitation import Action, Elicitation, Outcome, new_elicitation, utcnow
 from elicithub.core.events import AnswerEvent
 from elicithub.core.jsoncodec import JsonObject, whole_numbers
 from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.core.waiting import Resolution
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.tools import CallContext, cannot_ask
 

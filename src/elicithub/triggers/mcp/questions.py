@@ -8,11 +8,12 @@ from urllib.parse import urlsplit
 
 import mcp_types as mt
 
-from elicithub.core.broker import Broker, Resolution
+from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Action, Elicitation, Outcome, QuestionContext, new_elicitation
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.core.schema import SchemaError, validate_requested_schema
+from elicithub.core.waiting import Resolution
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, cannot_ask, stopped_call

@@ -1,0 +1,48 @@
+"""Where people are reached: the chat streams, the AI SDK UI message stream and the Slack app."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from elicithub.config_base import Strict
+
+
+class StreamsConfig(Strict):
+    """The chat streams."""
+
+    keepalive_s: float = Field(default=15, gt=0)
+    """How often a stream that waits gets a `: keep-alive` comment line, so proxies do not cut it."""
+
+
+class UIStreamConfig(Strict):
+    """The AI SDK UI message stream (`/run/api/chat`). `native_approvals`: a question approving the requester's own
+    call is AI SDK 6's `tool-approval-request` (answered by an `approval-responded` tool part), not a data part."""
+
+    native_approvals: bool = False
+
+
+class SlackConfig(Strict):
+    """The Slack app surface: secrets come from the environment, never from the config file."""
+
+    bot_token_env: str = Field(default="SLACK_BOT_TOKEN", min_length=1)
+    """The environment variable holding the bot token (`xoxb-...`)."""
+    signing_secret_env: str = Field(default="SLACK_SIGNING_SECRET", min_length=1)
+    """The environment variable holding the app's signing secret."""
+    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://[^/\s]+")
+    """Slack's Web API (tests point it at a stand-in)."""
+    users: dict[str, str] = {}
+    """Slack user id -> hub user id; anyone else is told they cannot use the app."""
+    agent: str = Field(default="assistant", min_length=1)
+    """The agent that answers in Slack."""
+
+    @field_validator("users")
+    @classmethod
+    def _slack_ids(cls, users: dict[str, str]) -> dict[str, str]:
+        for slack_id, user_id in users.items():
+            if not re.match(r"^[A-Z0-9]+$", slack_id):
+                raise ValueError(f"{slack_id!r} is not a Slack user id (like U012ABC)")
+            if not user_id:
+                raise ValueError(f"{slack_id}: the hub user must not be empty")
+        return users
