@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Required, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 from urllib.parse import quote
 
 from elicithub.core.jsoncodec import JsonObject
@@ -40,6 +40,15 @@ class Message(TypedDict, total=False):
     is_error: bool
 
 
+class ToolCallJson(TypedDict):
+    """A `ToolCall` as a run record keeps it."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+    error: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One call the model asked for: made by the run loop, shown on the stream, kept on the run record."""
@@ -50,12 +59,14 @@ class ToolCall:
     error: str | None = None
     """Why the arguments the model wrote could not be used: the call is never made, and this is its error."""
 
-    def to_json(self) -> JsonObject:
-        data = {"id": self.call_id, "name": self.name, "arguments": self.arguments}
-        return data if self.error is None else {**data, "error": self.error}
+    def to_json(self) -> ToolCallJson:
+        data: ToolCallJson = {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+        if self.error is not None:
+            data["error"] = self.error
+        return data
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> ToolCall:
+    def from_json(cls, data: ToolCallJson) -> ToolCall:
         return cls(data["id"], data["name"], data["arguments"], data.get("error"))
 
 
