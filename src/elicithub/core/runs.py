@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NotRequired, Required, TypedDict
 from urllib.parse import quote
@@ -81,14 +81,14 @@ class Pause:
     """Where a tool call stopped for input, in the words of the trigger that asked.
 
     `trigger` names who asked (`mcp`, `credentials`, `a2a`, ...); `state` is whatever that trigger needs to
-    resume (MCP: `{"kind": "mrtr", "request_state", "input_requests", "rounds"}` or `{"kind": "rerun"}`);
+    resume (MCP: a round, a task or a rerun, triggers/mcp/pauses.py), read-only once recorded;
     `elicitation_ids` maps the trigger's key for each question (an `inputRequests` key, or a position) to the
     hub's elicitation id.
     """
 
     trigger: str
     elicitation_ids: dict[str, str]
-    state: JsonObject = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def child_run_id(self) -> str | None:
