@@ -11,8 +11,11 @@ import orjson
 from elicithub.errors import HubError
 
 JsonObject = dict[str, Any]
-"""An arbitrary JSON object, kept as it came: a tool's arguments, a person's answer, a schema or a payload passed
-through. Shapes the hub knows have types of their own."""
+"""Free-form JSON, kept as it came: a tool's arguments, a person's answer, a schema, a payload passed through, or JSON
+read back before its shape is known (a stored event of any version, another hop's event). The JSON the hub writes in
+a shape of its own has a TypedDict that names it, which mypy checks key by key: events (core/events.py), elicitations
+and approvals as stored, tool calls (core/runs.py), inbox items and entries (runtime/inbox.py), the pause states of
+MCP calls (triggers/mcp/pauses.py) and task ends (surfaces/mcp/task_records.py)."""
 
 
 class BadNumber(HubError, ValueError):
