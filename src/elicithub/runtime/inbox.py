@@ -100,6 +100,9 @@ def answers(owner: str, approval: Approval | None, user_id: str, groups: Collect
     return approval.standing(user_id, groups, owner, at) == "answers"
 
 
+# An item's optional keys apart, unpacked where the JSON has always had them (mypy checks the whole item).
+
+
 class _Whose(TypedDict, total=False):
     conversationId: str
 
@@ -141,7 +144,7 @@ class Inbox:
         at = utcnow().isoformat()
         if isinstance(event, ElicitationRequested):
             added: AddedEntry = {"kind": "added", "at": at, "elicitation": elicitation.to_json()}
-            self.log.post(KEY, dict(added), followed=False)
+            self.log.post(KEY, dict(added), followed=False)  # dict(): a log takes any JSON object, not one shape
         elif isinstance(event, ElicitationResolved):
             removed: RemovedEntry = {
                 "kind": "removed",
