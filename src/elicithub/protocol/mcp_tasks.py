@@ -6,7 +6,7 @@ here on its base types."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import mcp_types as mt
 from pydantic import BaseModel, ConfigDict
@@ -28,6 +28,22 @@ class TaskError(TypedDict):
 
     code: int
     message: str
+
+
+class TaskJson(TypedDict):
+    """A 2026-07-28 task as JSON, for a server that writes it by hand (demo/tasks.py): what its task handle and its
+    `tasks/get` answers carry besides `resultType` (a `DetailedTask`'s fields, camel-cased, none of them null)."""
+
+    taskId: str
+    status: Status
+    createdAt: str
+    lastUpdatedAt: str
+    ttlMs: int
+    pollIntervalMs: int
+    statusMessage: NotRequired[str]
+    inputRequests: NotRequired[JsonObject]
+    result: NotRequired[JsonObject]
+    error: NotRequired[TaskError]
 
 
 class Task(mt.Result):
