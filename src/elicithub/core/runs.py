@@ -76,12 +76,19 @@ CHILD_RUN = "childRunId"
 """The key of a Pause's state that names the delegated run the paused call waits on."""
 
 
+class RerunState(TypedDict):
+    """A pause's state when the call is made again from its start on resume (the run loop answers the questions it
+    asked before first): a question whose open request cannot outlive the hub, a sign-in, an approval."""
+
+    kind: Literal["rerun"]
+
+
 @dataclass(frozen=True)
 class Pause:
     """Where a tool call stopped for input, in the words of the trigger that asked.
 
     `trigger` names who asked (`mcp`, `credentials`, `a2a`, ...); `state` is whatever that trigger needs to
-    resume (MCP: a round, a task or a rerun, triggers/mcp/pauses.py), read-only once recorded;
+    resume (`RerunState`; MCP: triggers/mcp/pauses.py), read-only once recorded;
     `elicitation_ids` maps the trigger's key for each question (an `inputRequests` key, or a position) to the
     hub's elicitation id.
     """

@@ -1,11 +1,12 @@
 """Where an MCP tool call stopped for input, as its run's pause records it (`Pause.state`): what a resumed run (after
-a restart, or on another instance) needs to go on without calling the tool again."""
+a restart, or on another instance) needs to go on from there."""
 
 from __future__ import annotations
 
 from typing import Literal, TypedDict
 
 from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.runs import RerunState
 
 Shape = Literal["2026-07-28", "draft", "2025-11-25"]
 """How a downstream server speaks tasks. 2026-07-28: questions on `tasks/get`, answers by `tasks/update`. draft:
@@ -36,11 +37,6 @@ class TaskState(TypedDict):
     request_state: str | None
 
 
-class RerunState(TypedDict):
-    """A 2025-11-25 question outside a task: its open request cannot outlive the hub, so a resumed run calls the tool
-    again."""
-
-    kind: Literal["rerun"]
-
-
 McpState = RoundState | TaskState | RerunState
+"""An MCP call's pause: in a round, following a task, or to be made again (a 2025-11-25 question outside a task,
+whose open request cannot outlive the hub)."""

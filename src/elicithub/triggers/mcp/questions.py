@@ -11,12 +11,12 @@ import mcp_types as mt
 from elicithub.core.broker import Broker, Resolution
 from elicithub.core.elicitation import Action, Elicitation, Outcome, QuestionContext, new_elicitation
 from elicithub.core.jsoncodec import JsonObject
-from elicithub.core.runs import Pause
+from elicithub.core.runs import Pause, RerunState
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, cannot_ask, stopped_call
-from elicithub.triggers.mcp.pauses import McpState, RerunState, RoundState, TaskState
+from elicithub.triggers.mcp.pauses import McpState, RoundState, TaskState
 
 
 class Question:
