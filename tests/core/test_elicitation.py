@@ -9,10 +9,13 @@ from functools import partial
 
 import pytest
 
+from elicithub.core.approval import Approval, ApprovalJson, People, PeopleJson
 from elicithub.core.elicitation import (
     Answer,
+    AnswerJson,
     Conflict,
     Elicitation,
+    ElicitationJson,
     Expire,
     Invalid,
     Repeat,
@@ -24,6 +27,7 @@ from elicithub.core.elicitation import (
 )
 from elicithub.core.schema import FieldError
 from tests.core_fixtures import SCHEMA, question
+from tests.shapes import assert_shaped
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -178,6 +182,20 @@ def test_to_json_from_json_round_trip(elicitation: Elicitation) -> None:
     assert back == elicitation
     assert back.state is elicitation.state
     assert back.expires_at.tzinfo is not None
+
+
+def test_the_stored_form_has_the_keys_of_its_shape_with_an_approval_last() -> None:
+    routed = Approval(People(("carol",)), escalate_to=People(groups=("ops",)), escalate_at=NOW, tool_schema=SCHEMA)
+    approved = resolved(form(approval=routed), State.ACCEPTED, Answer("accept", {"approve": True}, "carol"), NOW)
+    for e in (form(), url_mode(), approved):
+        data = e.to_json()
+        assert_shaped(data, ElicitationJson)
+        if data["answer"] is not None:
+            assert_shaped(data["answer"], AnswerJson)
+    stored = approved.to_json()
+    assert list(stored)[-1] == "approval"
+    assert_shaped(stored["approval"], ApprovalJson)
+    assert_shaped(stored["approval"]["escalate_to"], PeopleJson)
 
 
 def test_from_json_tolerates_missing_optional_fields() -> None:

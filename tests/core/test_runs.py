@@ -11,9 +11,11 @@ from elicithub.core.runs import (
     RunRecord,
     RunTransitionError,
     ToolCall,
+    ToolCallJson,
     conversation_key,
     next_status,
 )
+from tests.shapes import assert_shaped
 
 
 def test_a_run_pauses_continues_and_finishes_once() -> None:
@@ -41,6 +43,16 @@ def test_records_survive_their_json_form() -> None:
     assert RunRecord.from_json(run.to_json()) == run
     conversation = ConversationRecord("u:alice/chat-1", "chat-1", "alice", active_run_id="run_1", version=3)
     assert ConversationRecord.from_json(conversation.to_json()) == conversation
+
+
+def test_a_stored_tool_call_has_the_keys_of_its_shape() -> None:
+    made = ToolCall("call_1", "mrtr.provision", {"name": "orders"})
+    unreadable = ToolCall("call_2", "mrtr.provision", {}, error="The arguments are not JSON.")
+    assert list(made.to_json()) == ["id", "name", "arguments"]
+    assert list(unreadable.to_json()) == ["id", "name", "arguments", "error"]
+    for call in (made, unreadable):
+        assert_shaped(call.to_json(), ToolCallJson)
+        assert ToolCall.from_json(call.to_json()) == call
 
 
 def test_a_run_keeps_its_tool_calls_in_the_stored_shape_of_earlier_versions() -> None:

@@ -5,15 +5,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 
 from elicithub.core.approval import Approval, People
 from elicithub.core.elicitation import Answer, Elicitation, State, new_elicitation, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.core.jsoncodec import JsonObject
-from elicithub.runtime.inbox import Inbox
+from elicithub.runtime.inbox import (
+    KEY,
+    AddedEntry,
+    AddedEvent,
+    Inbox,
+    Item,
+    RemovedEntry,
+    RemovedEvent,
+    ResetEvent,
+    item,
+)
 from elicithub.store.memory.elicitations import MemoryElicitations
 from elicithub.store.memory.events import MemoryEvents
+from tests.shapes import assert_shaped
 
 
 def approval(requester: str = "alice") -> Elicitation:
@@ -85,5 +97,67 @@ def test_an_escalation_heard_after_the_approval_ended_adds_nothing() -> None:
         _, added = await next_event(dave)
         assert added["type"] == "inbox-added" and added["elicitationId"] == still_open.id
         await dave.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_an_item_keeps_its_keys_in_order_and_has_those_of_its_shape() -> None:
+    own = approval()
+    sign_in = replace(own, mode="url", url="http://127.0.0.1:8700/auth/connect?t=x", requested_schema=None)
+    assert list(item(own, "alice")) == [
+        "elicitationId",
+        "conversationId",
+        "message",
+        "mode",
+        "requestedSchema",
+        "context",
+        "createdAt",
+        "expiresAt",
+    ]
+    assert list(item(sign_in, "carol")) == [
+        "elicitationId",
+        "message",
+        "mode",
+        "url",
+        "context",
+        "createdAt",
+        "expiresAt",
+    ]
+    for shown in (item(own, "alice"), item(own, "carol"), item(sign_in, "alice"), item(sign_in, "carol")):
+        assert_shaped(shown, Item)
+
+
+def test_every_event_of_the_feed_and_entry_of_the_log_has_the_keys_of_its_shape() -> None:
+    async def scenario() -> None:
+        store, log = MemoryElicitations(), MemoryEvents()
+        inbox = Inbox(log, store)
+        listed, asked, ended = approval(), approval(), approval()
+        for question in (listed, asked, ended):
+            await store.put(question)
+
+        async def snapshot() -> list[Elicitation]:
+            return [listed]
+
+        carol = inbox.follow("carol", (), None, snapshot)
+        events = [await next_event(carol) for _ in range(2)]  # inbox-reset, then the one listed
+        inbox.heard(asked, ElicitationRequested(asked))
+        events.append(await next_event(carol))
+        inbox.heard(ended, ElicitationRequested(ended))
+        events.append(await next_event(carol))
+        await store.transition(ended.id, State.ACCEPTED, Answer("accept", {"approve": True}, "dave"), utcnow())
+        inbox.heard(ended, ElicitationResolved(ended.id, "accepted", "dave"))
+        inbox.heard(asked, ElicitationResolved(asked.id, "cancelled"))
+        events += [await next_event(carol) for _ in range(2)]
+        await carol.aclose()
+        await inbox.escalated(listed, People(("dave",)))
+        kinds = {"inbox-reset": ResetEvent, "inbox-added": AddedEvent, "inbox-removed": RemovedEvent}
+        assert [e["type"] for _, e in events] == [*["inbox-reset"] + ["inbox-added"] * 3, *["inbox-removed"] * 2]
+        assert [e.get("answeredBy") for _, e in events[-2:]] == ["dave", None]
+        for _, event in events:
+            assert_shaped(event, kinds[event["type"]])
+        entries = [entry for _, entry in await log.read(KEY)]
+        assert [e["kind"] for e in entries] == ["added", "added", "removed", "removed", "escalated"]
+        for entry in entries:
+            assert_shaped(entry, RemovedEntry if entry["kind"] == "removed" else AddedEntry)
 
     asyncio.run(scenario())

@@ -12,8 +12,9 @@ import pytest
 
 from elicithub.core.approval import People
 from elicithub.core.elicitation import Elicitation
-from elicithub.runtime.audit import Filters
+from elicithub.runtime.audit import ApprovalRecord, Filters
 from tests.conftest import HubFactory, RunningHub, sse_data
+from tests.shapes import assert_shaped
 from tests.triggers.approving import (
     GROUPS,
     RESTART,
@@ -294,6 +295,8 @@ def test_a_new_message_while_an_approval_waits_cancels_it_the_tool_is_not_called
     hub.on_loop(hub.hub.approval_ends.sweep())
     [record] = hub.on_loop(hub.hub.audit.read(Filters(), 10))[0]
     assert record["outcome"] == "cancelled" and record["reason"] == "it was cancelled"
+    assert_shaped(record, ApprovalRecord)
+    assert next(iter(record)) == "elicitationId"  # a page's cursor starts with it
 
 
 def test_a_policy_on_an_a2a_agent_asks_before_its_message_is_sent(make_hub: HubFactory) -> None:

@@ -20,9 +20,11 @@ from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryElicitations
 from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers
+from elicithub.triggers.mcp.pauses import TaskState
 from tests.conftest import ServedInThread, served
 from tests.servers.core_tasks_server import build as build_core
 from tests.servers.tasks_server import TaskBook, build
+from tests.shapes import assert_shaped
 
 pytestmark = pytest.mark.anyio
 
@@ -136,6 +138,22 @@ async def test_a_task_that_asks_twice_is_answered_round_by_round(
     outcome = await finish(running)
     assert outcome == ToolOutcome("deploy api done (confirm={'confirm': True}, region={'region': 'eu-west-1'}).")
     assert call.asked.empty()  # a round already answered is never asked again while the server catches up
+
+
+async def test_every_pause_a_task_records_has_the_keys_of_its_shape(
+    tasks_server: TaskServer, core_server: TaskServer, call: Call, http: Any
+) -> None:
+    running = asyncio.create_task(trigger(tasks_server, call, http).call("deploy", {"name": "api"}, call.context()))
+    await call.answer("accept", {"region": "eu-west-1"})
+    await call.answer("accept", {"confirm": True})
+    await finish(running)
+    legacy = trigger(core_server, call, http, protocol="legacy")
+    running = asyncio.create_task(legacy.call("migrate", {"name": "orders"}, call.context()))
+    await call.answer("accept", {"confirm": True})
+    await finish(running)
+    assert {p.state["shape"] for p in call.pauses} == {"2026-07-28", "2025-11-25"}
+    for pause in call.pauses:
+        assert_shaped(pause.state, TaskState)
 
 
 async def test_a_task_asks_for_a_sign_in_by_link(tasks_server: TaskServer, call: Call, http: Any) -> None:

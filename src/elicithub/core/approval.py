@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import jsonschema
 
@@ -17,6 +17,26 @@ OnTimeout = Literal["deny", "approve", "cancel"]
 Standing = Literal["answers", "self", "none"]
 """How a person stands to an approval: may answer it; is its requester and an approver, without self-approval (403);
 or it does not exist for them (404)."""
+
+
+class PeopleJson(TypedDict):
+    """`People` as stored, and as an `approval-pending` event names the approvers."""
+
+    users: list[str]
+    groups: list[str]
+
+
+class ApprovalJson(TypedDict):
+    """`Approval` as stored, with its question and on the inbox's log."""
+
+    approvers: PeopleJson | None
+    self_approval: bool
+    escalate_to: PeopleJson | None
+    escalate_at: str | None
+    on_timeout: OnTimeout
+    requester_answers: bool
+    tool_schema: JsonObject | None
+
 
 DECISION_FIELDS = ("approve", "reason")
 """The approval form's own fields; a tool argument of one of these names is not editable."""
@@ -35,11 +55,11 @@ class People:
     def include(self, user_id: str, groups: Collection[str]) -> bool:
         return user_id in self.users or any(g in groups for g in self.groups)
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> PeopleJson:
         return {"users": list(self.users), "groups": list(self.groups)}
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> People:
+    def from_json(cls, data: PeopleJson) -> People:
         return cls(tuple(data.get("users") or ()), tuple(data.get("groups") or ()))
 
 
@@ -76,7 +96,7 @@ class Approval:
             return "self"
         return "answers"
 
-    def to_json(self) -> JsonObject:
+    def to_json(self) -> ApprovalJson:
         return {
             "approvers": None if self.approvers is None else self.approvers.to_json(),
             "self_approval": self.self_approval,
@@ -88,7 +108,7 @@ class Approval:
         }
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> Approval:
+    def from_json(cls, data: ApprovalJson) -> Approval:
         approvers, escalate_to, escalate_at = data.get("approvers"), data.get("escalate_to"), data.get("escalate_at")
         return cls(
             approvers=None if approvers is None else People.from_json(approvers),

@@ -6,9 +6,9 @@ import secrets
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
-from elicithub.core.approval import Approval
+from elicithub.core.approval import Approval, ApprovalJson
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.schema import FieldError, apply_defaults, validate_content
 
@@ -67,6 +67,12 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class AnswerJson(TypedDict):
+    action: Action
+    content: JsonObject | None
+    by: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class Answer:
     """What a person said: an action, and for an accepted form its content; `by`: who said it, where someone other
@@ -76,11 +82,32 @@ class Answer:
     content: JsonObject | None = None
     by: str | None = None
 
-    def to_json(self) -> JsonObject:
-        data: JsonObject = {"action": self.action, "content": self.content}
+    def to_json(self) -> AnswerJson:
+        data: AnswerJson = {"action": self.action, "content": self.content}
         if self.by is not None:
             data["by"] = self.by
         return data
+
+
+class ElicitationJson(TypedDict):
+    """An `Elicitation` as stored, in an `elicitation-requested` event of a run's log and on the inbox's log (times
+    in ISO 8601)."""
+
+    id: str
+    conversation_id: str
+    user_id: str
+    run_id: str
+    mode: Mode
+    message: str
+    requested_schema: JsonObject | None
+    url: str | None
+    context: QuestionContext
+    created_at: str
+    expires_at: str
+    state: str
+    answer: AnswerJson | None
+    resolved_at: str | None
+    approval: NotRequired[ApprovalJson]
 
 
 @dataclass(frozen=True)
@@ -120,8 +147,8 @@ class Elicitation:
     def is_due(self, now: datetime) -> bool:
         return self.state is State.PENDING and now >= self.expires_at
 
-    def to_json(self) -> JsonObject:
-        return {
+    def to_json(self) -> ElicitationJson:
+        data: ElicitationJson = {
             "id": self.id,
             "conversation_id": self.conversation_id,
             "user_id": self.user_id,
@@ -136,11 +163,14 @@ class Elicitation:
             "state": self.state.value,
             "answer": None if self.answer is None else self.answer.to_json(),
             "resolved_at": None if self.resolved_at is None else self.resolved_at.isoformat(),
-            **({} if self.approval is None else {"approval": self.approval.to_json()}),
         }
+        if self.approval is not None:
+            data["approval"] = self.approval.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Elicitation:
+        """From `to_json`'s form, or an earlier version's (whose run was its `stream_id`)."""
         answer = data.get("answer")
         resolved = data.get("resolved_at")
         approval = data.get("approval")

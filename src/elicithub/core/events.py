@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, Never, NotRequired, TypedDict
 
-from elicithub.core.elicitation import Elicitation, Mode, Outcome, QuestionContext
+from elicithub.core.approval import PeopleJson
+from elicithub.core.elicitation import Elicitation, ElicitationJson, Mode, Outcome, QuestionContext
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import ToolCall
 
@@ -131,7 +132,8 @@ class ApprovalPendingEvent(TypedDict):
 
     type: Literal["approval-pending"]
     elicitationId: str
-    approvers: JsonObject
+    approvers: PeopleJson | dict[str, Never]
+    """`{}` for an approval stored without approvers (one made by this version always has them)."""
     expiresAt: str
     context: QuestionContext
 
@@ -164,7 +166,9 @@ def request_event(elicitation: Elicitation) -> RequestEvent:
 
 def pending_event(elicitation: Elicitation) -> ApprovalPendingEvent:
     approval = elicitation.approval
-    approvers = approval.approvers.to_json() if approval is not None and approval.approvers is not None else {}
+    approvers: PeopleJson | dict[str, Never] = (
+        approval.approvers.to_json() if approval is not None and approval.approvers is not None else {}
+    )
     return {
         "type": "approval-pending",
         "elicitationId": elicitation.id,
@@ -187,7 +191,75 @@ def resolved_event(elicitation_id: str, outcome: Outcome, answered_by: str | Non
     return event
 
 
-def to_json(event: StreamEvent) -> JsonObject:
+# The stored form of each event: what the event log keeps (each with `run` added, see `Logged`).
+
+
+class RunStartedJson(TypedDict):
+    type: Literal["run-started"]
+    messageId: str
+
+
+class StepStartedJson(TypedDict):
+    type: Literal["step-started"]
+
+
+class TextJson(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolStartedJson(TypedDict):
+    type: Literal["tool-started"]
+    callId: str
+    name: str
+    arguments: JsonObject
+
+
+class ToolStatusJson(TypedDict):
+    type: Literal["tool-status"]
+    callId: str
+    text: str
+
+
+class ToolFinishedJson(TypedDict):
+    type: Literal["tool-finished"]
+    callId: str
+    name: str
+    text: str
+    isError: bool
+
+
+class RequestedJson(TypedDict):
+    type: Literal["elicitation-requested"]
+    elicitation: ElicitationJson
+
+
+class RunPausedJson(TypedDict):
+    type: Literal["run-paused"]
+    elicitationIds: list[str]
+
+
+class RunFinishedJson(TypedDict):
+    type: Literal["run-finished"]
+    reason: str
+
+
+StoredEvent = (
+    RunStartedJson
+    | StepStartedJson
+    | TextJson
+    | ToolStartedJson
+    | ToolStatusJson
+    | ToolFinishedJson
+    | RequestedJson
+    | ResolvedEvent
+    | RunPausedJson
+    | RunFinishedJson
+)
+"""An event as the log keeps it: `elicitation-resolved` is kept as the public event it is on every stream."""
+
+
+def to_json(event: StreamEvent) -> StoredEvent:
     """The stored form of an event (the event log keeps JSON)."""
     if isinstance(event, RunStarted):
         return {"type": "run-started", "messageId": event.message_id}
@@ -210,7 +282,7 @@ def to_json(event: StreamEvent) -> JsonObject:
     if isinstance(event, ElicitationRequested):
         return {"type": "elicitation-requested", "elicitation": event.elicitation.to_json()}
     if isinstance(event, ElicitationResolved):
-        return dict(resolved_event(event.elicitation_id, event.outcome, event.answered_by))
+        return resolved_event(event.elicitation_id, event.outcome, event.answered_by)
     if isinstance(event, RunPaused):
         return {"type": "run-paused", "elicitationIds": list(event.elicitation_ids)}
     return {"type": "run-finished", "reason": event.reason}
@@ -237,7 +309,8 @@ def event_of(data: JsonObject) -> StreamEvent | None:
 
 
 def from_json(data: JsonObject) -> StreamEvent | None:
-    """The event a stored form stands for; None for a type this version does not know (it is passed over)."""
+    """The event a stored form stands for (`StoredEvent`, read back as any version wrote it); None for a type this
+    version does not know (it is passed over)."""
     kind = data.get("type")
     if kind == "run-started":
         return RunStarted(data["messageId"])

@@ -11,8 +11,12 @@ import orjson
 from elicithub.errors import HubError
 
 JsonObject = dict[str, Any]
-"""An arbitrary JSON object, kept as it came: a tool's arguments, a person's answer, a schema or a payload passed
-through. Shapes the hub knows have types of their own."""
+"""Free-form JSON, kept as it came: a tool's arguments, a person's answer, a schema, a payload passed through, or JSON
+read back before its shape is known (a stored event of any version, another hop's event). The JSON the hub writes in
+a shape of its own has a TypedDict that names it, which mypy checks key by key: events (core/events.py) and the
+parts and chunks the chat streams write them in (surfaces/chat), elicitations and approvals as stored, tool calls and
+pause states (core/runs.py, triggers/mcp/pauses.py), inbox items and entries (runtime/inbox.py), MCP tasks
+(protocol/mcp_tasks.py, surfaces/mcp/task_records.py) and audit records (runtime/audit.py)."""
 
 
 class BadNumber(HubError, ValueError):

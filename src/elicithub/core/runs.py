@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Required, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 from urllib.parse import quote
 
 from elicithub.core.jsoncodec import JsonObject
@@ -40,6 +40,15 @@ class Message(TypedDict, total=False):
     is_error: bool
 
 
+class ToolCallJson(TypedDict):
+    """A `ToolCall` as a run record keeps it."""
+
+    id: str
+    name: str
+    arguments: JsonObject
+    error: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One call the model asked for: made by the run loop, shown on the stream, kept on the run record."""
@@ -50,12 +59,14 @@ class ToolCall:
     error: str | None = None
     """Why the arguments the model wrote could not be used: the call is never made, and this is its error."""
 
-    def to_json(self) -> JsonObject:
-        data = {"id": self.call_id, "name": self.name, "arguments": self.arguments}
-        return data if self.error is None else {**data, "error": self.error}
+    def to_json(self) -> ToolCallJson:
+        data: ToolCallJson = {"id": self.call_id, "name": self.name, "arguments": self.arguments}
+        if self.error is not None:
+            data["error"] = self.error
+        return data
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> ToolCall:
+    def from_json(cls, data: ToolCallJson) -> ToolCall:
         return cls(data["id"], data["name"], data["arguments"], data.get("error"))
 
 
@@ -65,19 +76,26 @@ CHILD_RUN = "childRunId"
 """The key of a Pause's state that names the delegated run the paused call waits on."""
 
 
+class RerunState(TypedDict):
+    """A pause's state when the call is made again from its start on resume (the run loop answers the questions it
+    asked before first): a question whose open request cannot outlive the hub, a sign-in, an approval."""
+
+    kind: Literal["rerun"]
+
+
 @dataclass(frozen=True)
 class Pause:
     """Where a tool call stopped for input, in the words of the trigger that asked.
 
     `trigger` names who asked (`mcp`, `credentials`, `a2a`, ...); `state` is whatever that trigger needs to
-    resume (MCP: `{"kind": "mrtr", "request_state", "input_requests", "rounds"}` or `{"kind": "rerun"}`);
+    resume (`RerunState`; MCP: triggers/mcp/pauses.py), read-only once recorded;
     `elicitation_ids` maps the trigger's key for each question (an `inputRequests` key, or a position) to the
     hub's elicitation id.
     """
 
     trigger: str
     elicitation_ids: dict[str, str]
-    state: JsonObject = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def child_run_id(self) -> str | None:

@@ -19,7 +19,7 @@ from mcp_types import CallToolRequestParams, RequestParams
 from pydantic import ConfigDict
 
 from elicithub.core.jsoncodec import JsonObject
-from elicithub.protocol.mcp_tasks import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK
+from elicithub.protocol.mcp_tasks import TASKS_EXTENSION, TERMINAL, UNKNOWN_TASK, Status, TaskError, TaskJson
 
 Step = tuple[str, Any]
 """("work", status message | None) | ("ask", {key: request}) | ("fail", message) | ("cancel", message)."""
@@ -56,18 +56,18 @@ class Task:
     finish: Finish
     judge: Judge
     poll_ms: int = 20
-    status: str = "working"
+    status: Status = "working"
     asking: JsonObject = field(default_factory=dict)
     answers: dict[str, JsonObject] = field(default_factory=dict)
     result: JsonObject | None = None
-    error: JsonObject | None = None
+    error: TaskError | None = None
     message: str | None = None
     created_at: str = field(default_factory=_now)
     updated_at: str = field(default_factory=_now)
 
-    def view(self, with_requests: bool = True) -> JsonObject:
+    def view(self, with_requests: bool = True) -> TaskJson:
         """The task as `tasks/get` shows it (`with_requests=False`: without the outstanding requests)."""
-        data: JsonObject = {
+        data: TaskJson = {
             "taskId": self.task_id,
             "status": self.status,
             "createdAt": self.created_at,

@@ -5,7 +5,8 @@ here on its base types."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, TypedDict
 
 import mcp_types as mt
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +21,29 @@ UNKNOWN_TASK = mt.INVALID_PARAMS
 
 Status = Literal["working", "input_required", "completed", "cancelled", "failed"]
 TERMINAL = frozenset({"completed", "cancelled", "failed"})
+
+
+class TaskError(TypedDict):
+    """Why a task failed, as the hub's tasks tell it (a JSON-RPC error object; another server's may carry more)."""
+
+    code: int
+    message: str
+
+
+class TaskJson(TypedDict):
+    """A 2026-07-28 task as JSON, for a server that writes it by hand (demo/tasks.py): what its task handle and its
+    `tasks/get` answers carry besides `resultType` (a `DetailedTask`'s fields, camel-cased, none of them null)."""
+
+    taskId: str
+    status: Status
+    createdAt: str
+    lastUpdatedAt: str
+    ttlMs: int
+    pollIntervalMs: int
+    statusMessage: NotRequired[str]
+    inputRequests: NotRequired[JsonObject]
+    result: NotRequired[JsonObject]
+    error: NotRequired[TaskError]
 
 
 class Task(mt.Result):
@@ -46,7 +70,7 @@ class DetailedTask(Task):
     result_type: Literal["complete"] = "complete"
     input_requests: JsonObject | None = None
     result: JsonObject | None = None
-    error: JsonObject | None = None
+    error: Mapping[str, Any] | None = None  # a TaskError: pydantic reads no typing.TypedDict on Python 3.11
 
 
 class TaskSnapshot(BaseModel):

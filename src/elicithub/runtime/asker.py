@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +11,6 @@ from elicithub import logfields, telemetry
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.events import RunPaused, StreamEvent
-from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
 from elicithub.core.waiting import Resolution
 from elicithub.runtime.parking import Parked, Spot
@@ -99,7 +98,7 @@ class Asker:
         *,
         trigger: str,
         keys: list[str] | None = None,
-        state: JsonObject | None = None,
+        state: Mapping[str, Any] | None = None,
         resumable: bool = False,
         opened: Opened | None = None,
     ) -> list[Resolution]:
@@ -142,7 +141,9 @@ class Asker:
         else:
             read.append(await self._checked(pause))
 
-    async def checkpoint(self, trigger: str, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
+    async def checkpoint(
+        self, trigger: str, state: Mapping[str, Any], elicitation_ids: dict[str, str] | None = None
+    ) -> None:
         """Record where the call is without asking anything (a delegation notes its child run; a downstream task
         notes that it was told a round's answers, keeping that round's `elicitation_ids`), so a resumed run gets
         it back from `resume_from()`."""

@@ -12,7 +12,9 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatchcase
+from typing import TypedDict
 
+from elicithub.core.approval import PeopleJson
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Entry, KeyValueStore
 from elicithub.errors import BadRequest
@@ -20,6 +22,23 @@ from elicithub.errors import BadRequest
 KEY = "audit"
 PAGE = 200
 """Entries read from the store at a time while a listing filters them."""
+
+
+class ApprovalRecord(TypedDict):
+    """One approval as the log keeps it (`GET /run/api/audit` shows it: surfaces/audit.py): the call's `arguments`
+    as called, or as asked when it was not; who could answer (`approvers`); the `outcome` (approved, denied, expired
+    or cancelled) and why."""
+
+    elicitationId: str
+    at: str
+    runId: str
+    tool: str
+    arguments: JsonObject
+    requester: str
+    approvers: PeopleJson
+    answeredBy: str | None
+    outcome: str
+    reason: str
 
 
 class BadCursor(BadRequest):
@@ -47,9 +66,9 @@ class AuditLog:
         self.kv = kv
         self.retention_s = retention_s
 
-    async def write(self, record: JsonObject) -> None:
+    async def write(self, record: ApprovalRecord) -> None:
         """Keep `record` (its first key its `elicitationId`), for the retention."""
-        ordered = {"elicitationId": record["elicitationId"], **record}
+        ordered: ApprovalRecord = {"elicitationId": record["elicitationId"], **record}
         await self.kv.add_entry(KEY, json.dumps(ordered, separators=(",", ":")), self.retention_s)
 
     async def read(

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal, NotRequired, TypedDict
 
-from elicithub.core.approval import Approval, People
-from elicithub.core.elicitation import Elicitation, State, utcnow
+from elicithub.core.approval import Approval, ApprovalJson, People
+from elicithub.core.elicitation import Elicitation, ElicitationJson, Mode, Outcome, QuestionContext, State, utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved, StreamEvent
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import ElicitationStore, EventLog, EventSink
@@ -31,6 +32,62 @@ Snapshot = Callable[[], Awaitable[list[Elicitation]]]
 """The person's open questions now, newest first (`Answerable.questions`)."""
 
 
+class Item(TypedDict):
+    """An open question as the inbox lists it (`GET /run/api/inbox`, and in `inbox-added`): `conversationId` only
+    for the reader's own run's; a form question has `requestedSchema`, a url one `url`."""
+
+    elicitationId: str
+    conversationId: NotRequired[str]
+    message: str
+    mode: Mode
+    requestedSchema: NotRequired[JsonObject | None]
+    url: NotRequired[str | None]
+    context: QuestionContext
+    createdAt: str
+    expiresAt: str
+
+
+class ResetEvent(TypedDict):
+    """The reader starts over: every open question follows as `inbox-added`."""
+
+    type: Literal["inbox-reset"]
+
+
+class AddedEvent(Item):
+    type: Literal["inbox-added"]
+
+
+class RemovedEvent(TypedDict):
+    type: Literal["inbox-removed"]
+    elicitationId: str
+    outcome: Outcome
+    answeredBy: NotRequired[str]
+
+
+InboxEvent = ResetEvent | AddedEvent | RemovedEvent
+"""What the inbox's stream (`GET /run/api/inbox/stream`) carries."""
+
+
+class AddedEntry(TypedDict):
+    """A question shown on its run's stream (`added`), or escalated to more people (`escalated`), on the shared log."""
+
+    kind: Literal["added", "escalated"]
+    at: str
+    elicitation: ElicitationJson
+
+
+class RemovedEntry(TypedDict):
+    """A question's end on the shared log, with who could answer it (its `owner` and `approval`)."""
+
+    kind: Literal["removed"]
+    at: str
+    id: str
+    owner: str
+    approval: ApprovalJson | None
+    outcome: Outcome
+    answeredBy: str | None
+
+
 def _stamp(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -43,17 +100,30 @@ def answers(owner: str, approval: Approval | None, user_id: str, groups: Collect
     return approval.standing(user_id, groups, owner, at) == "answers"
 
 
-def item(elicitation: Elicitation, user_id: str) -> JsonObject:
+# An item's optional keys apart, unpacked where the JSON has always had them (mypy checks the whole item).
+
+
+class _Whose(TypedDict, total=False):
+    conversationId: str
+
+
+class _Asks(TypedDict, total=False):
+    requestedSchema: JsonObject | None
+    url: str | None
+
+
+def item(elicitation: Elicitation, user_id: str) -> Item:
     """An open question as the inbox lists it to `user_id`; the conversation only when it is their own run's."""
-    shown: JsonObject = {"elicitationId": elicitation.id}
-    if elicitation.user_id == user_id:
-        shown["conversationId"] = elicitation.conversation_id
-    shown |= {"message": elicitation.message, "mode": elicitation.mode}
-    if elicitation.mode == "form":
-        shown["requestedSchema"] = elicitation.requested_schema
-    else:
-        shown["url"] = elicitation.url
-    return shown | {
+    whose: _Whose = {"conversationId": elicitation.conversation_id} if elicitation.user_id == user_id else {}
+    asks: _Asks = (
+        {"requestedSchema": elicitation.requested_schema} if elicitation.mode == "form" else {"url": elicitation.url}
+    )
+    return {
+        "elicitationId": elicitation.id,
+        **whose,
+        "message": elicitation.message,
+        "mode": elicitation.mode,
+        **asks,
         "context": elicitation.context,
         "createdAt": _stamp(elicitation.created_at),
         "expiresAt": _stamp(elicitation.expires_at),
@@ -73,9 +143,10 @@ class Inbox:
         item once, and an end of one they do not have changes nothing)."""
         at = utcnow().isoformat()
         if isinstance(event, ElicitationRequested):
-            self.log.post(KEY, {"kind": "added", "at": at, "elicitation": elicitation.to_json()}, followed=False)
+            added: AddedEntry = {"kind": "added", "at": at, "elicitation": elicitation.to_json()}
+            self.log.post(KEY, dict(added), followed=False)  # dict(): a log takes any JSON object, not one shape
         elif isinstance(event, ElicitationResolved):
-            entry: JsonObject = {
+            removed: RemovedEntry = {
                 "kind": "removed",
                 "at": at,
                 "id": elicitation.id,
@@ -84,7 +155,7 @@ class Inbox:
                 "outcome": event.outcome,
                 "answeredBy": event.answered_by,
             }
-            self.log.post(KEY, entry, followed=False)
+            self.log.post(KEY, dict(removed), followed=False)
 
     # The approval listener's notices (runtime/approvers.py): only an escalation adds people who may answer.
 
@@ -95,15 +166,15 @@ class Inbox:
         """Nothing changes in anyone's inbox."""
 
     async def escalated(self, elicitation: Elicitation, to: People) -> None:
-        entry = {"kind": "escalated", "at": utcnow().isoformat(), "elicitation": elicitation.to_json()}
-        self.log.post(KEY, entry, followed=False)
+        entry: AddedEntry = {"kind": "escalated", "at": utcnow().isoformat(), "elicitation": elicitation.to_json()}
+        self.log.post(KEY, dict(entry), followed=False)
 
     async def ended(self, elicitation: Elicitation) -> None:
         """Told by `heard`, as its end shows on its run's stream."""
 
     async def follow(
         self, user_id: str, groups: Collection[str], last_event_id: str | None, snapshot: Snapshot
-    ) -> AsyncIterator[tuple[int | None, JsonObject]]:
+    ) -> AsyncIterator[tuple[int | None, InboxEvent]]:
         """The person's inbox events as they come, each with its position (None: not one to resume after): after
         `last_event_id` when the log still keeps what followed it, else `inbox-reset` and every open question
         (`snapshot`) as `inbox-added`, the last of them carrying the position they are as of."""
@@ -112,7 +183,7 @@ class Inbox:
         if after is None or not await self._resumable(after):
             after = await self.log.last(KEY)  # before the snapshot: what changes after it comes after this
             found = await snapshot()
-            first: list[JsonObject] = [{"type": "inbox-reset"}]
+            first: list[InboxEvent] = [{"type": "inbox-reset"}]
             first += [{"type": "inbox-added", **item(e, user_id)} for e in reversed(found)]
             reader.shown.update(e.id for e in found)
             for n, shown in enumerate(first, 1):
@@ -131,8 +202,9 @@ class Inbox:
         found = await self.log.read(KEY, after, limit=1)
         return not found or found[0][0] == after + 1
 
-    async def _event(self, reader: _Reader, entry: JsonObject) -> JsonObject | None:
-        """The event an entry of the log is for the reader, if any."""
+    async def _event(self, reader: _Reader, entry: JsonObject) -> InboxEvent | None:
+        """The event an entry of the log (`AddedEntry` or `RemovedEntry`, as any version wrote it) is for the reader,
+        if any."""
         kind = entry.get("kind")
         if kind not in ("added", "escalated", "removed"):
             return None  # a kind of a later version
@@ -143,8 +215,10 @@ class Inbox:
             if entry["id"] in reader.removed or not reader.answers(entry["owner"], known, at):
                 return None
             reader.removed.add(entry["id"])
-            removed: JsonObject = {"type": "inbox-removed", "elicitationId": entry["id"], "outcome": entry["outcome"]}
-            return removed | ({"answeredBy": entry["answeredBy"]} if entry.get("answeredBy") else {})
+            removed: RemovedEvent = {"type": "inbox-removed", "elicitationId": entry["id"], "outcome": entry["outcome"]}
+            if entry.get("answeredBy"):
+                removed["answeredBy"] = entry["answeredBy"]
+            return removed
         elicitation = Elicitation.from_json(entry["elicitation"])
         if elicitation.id in reader.shown or elicitation.id in reader.removed:
             return None

@@ -6,12 +6,15 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from elicithub.config import ModelConfig
 from elicithub.core import jsoncodec
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message, ToolCall
+
+if TYPE_CHECKING:  # openai takes seconds to import: only an OpenAI model imports it, when it is made
+    from openai.types.chat import ChatCompletionFunctionToolParam
 from elicithub.errors import HubError
 
 
@@ -120,7 +123,7 @@ class OpenAIModel:
         self._client = AsyncOpenAI(base_url=config.base_url, api_key=key or "unused")
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn:
-        wire_tools = [
+        wire_tools: list[ChatCompletionFunctionToolParam] = [
             {
                 "type": "function",
                 "function": {"name": _wire_name(t.name), "description": t.description, "parameters": t.input_schema},

@@ -34,11 +34,13 @@ from mcp.shared.exceptions import MCPError
 
 import elicithub
 from elicithub.core.elicitation import State
-from elicithub.core.events import RunFinished
+from elicithub.core.events import RequestEvent, RunFinished
 from elicithub.core.runs import conversation_key
 from elicithub.runtime.conversations import Caller
+from elicithub.surfaces.a2a.server import TaskRun, paused_at
 from tests.conftest import USERS, HubAddress, RunningHub
 from tests.core_fixtures import until
+from tests.shapes import assert_shaped
 from tests.surfaces.mcp.test_server import connected, retry
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
@@ -152,6 +154,20 @@ def test_a_question_makes_the_task_input_required_and_the_next_message_answers_i
         with hub.client() as chat:
             messages = chat.get(f"/run/api/conversations/{task.context_id}").json()["messages"]
         assert messages[-1] == {"role": "assistant", "text": "Provisioned orders in eu-west-1."}
+
+    asyncio.run(go())
+
+
+def test_a_paused_tasks_metadata_and_question_have_the_keys_of_their_shapes(hub: RunningHub) -> None:
+    async def go() -> None:
+        async with a2a_client(hub) as client:
+            task = await task_of(client, message(PROVISION))
+            asked = question(task)
+            assert_shaped(asked, RequestEvent)
+            run = paused_at(task)
+            assert_shaped(run, TaskRun)
+            assert run["elicitationIds"] == [asked["elicitationId"]]
+            assert run["runId"].startswith("run_")
 
     asyncio.run(go())
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -58,7 +58,17 @@ TERMINAL = (
 REMOTE_POLL_S = 0.25
 """How often a subscription to a task running on another hub reads it from the shared store."""
 META = "elicithub"
-"""The task metadata key holding where its run paused: `runId`, `after` (event log position), `elicitationIds`."""
+"""The task metadata key holding where its run is (`TaskRun`)."""
+
+
+class TaskRun(TypedDict):
+    """Where a task's run is, in the task's metadata: the run, the event log position just before its first event,
+    and the questions of the round it waits on (none while it works). Read back, its numbers are doubles (a
+    protobuf `Struct` holds the metadata): `paused_at` gives it as read."""
+
+    runId: str
+    after: int
+    elicitationIds: list[str]
 
 
 class A2aSurface:
@@ -250,7 +260,8 @@ class _Executor(AgentExecutor):
                 driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
             )
             # The run is named at once, so a CancelTask before its first pause stops it too.
-            running = {META: {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}}
+            run: TaskRun = {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}
+            running = {META: run}
             await updater.update_status(TaskState.TASK_STATE_WORKING, metadata=running)
             stopped = await driver.follow(
                 context.context_id, sent.run_id, sent.after, show, updater.start_work, _working(updater)
@@ -288,7 +299,8 @@ def _interrupting(updater: TaskUpdater) -> Show:
         forms = any(e.mode == "form" for e in paused.questions)
         state = TaskState.TASK_STATE_INPUT_REQUIRED if forms else TaskState.TASK_STATE_AUTH_REQUIRED
         ids = [e.id for e in paused.questions]
-        metadata = {META: {"runId": paused.run_id, "after": paused.after, "elicitationIds": ids}}
+        run: TaskRun = {"runId": paused.run_id, "after": paused.after, "elicitationIds": ids}
+        metadata = {META: run}
         await updater.update_status(state, updater.new_agent_message(parts), metadata=metadata)
         return not forms
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from elicithub.core.elicitation import new_id
 from elicithub.core.events import (
@@ -21,6 +21,27 @@ from elicithub.core.jsoncodec import dumps, dumps_event
 DONE = "[DONE]"
 
 
+class Delta(TypedDict, total=False):
+    role: Literal["assistant"]
+    content: str
+
+
+class Choice(TypedDict):
+    index: int
+    delta: Delta
+    finish_reason: Literal["stop"] | None
+
+
+class Chunk(TypedDict):
+    """A `chat.completion.chunk`, as the hub writes one (one choice)."""
+
+    id: str
+    object: Literal["chat.completion.chunk"]
+    created: int
+    model: str
+    choices: list[Choice]
+
+
 def _content(event: Any) -> str:
     """An elicitation event as the text of a chunk's delta (each stream's chunks differ, in their ids)."""
     return dumps(event, compact=False)
@@ -35,8 +56,8 @@ class OpenAIChunkWriter:
         self.model = model
         self.created = int(time.time())
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
-        chunk = {
+    def _chunk(self, delta: Delta, finish_reason: Literal["stop"] | None = None) -> str:
+        chunk: Chunk = {
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,

@@ -8,12 +8,15 @@ assistant message."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Literal, TypedDict
 
 from elicithub.core.elicitation import new_id
 from elicithub.core.events import (
+    ApprovalPendingEvent,
     ElicitationRequested,
     ElicitationResolved,
+    RequestEvent,
+    ResolvedEvent,
     RunFinished,
     RunPaused,
     StepStarted,
@@ -25,14 +28,111 @@ from elicithub.core.events import (
     framed,
     resolved_event,
 )
-from elicithub.core.jsoncodec import dumps_event
+from elicithub.core.jsoncodec import JsonObject, dumps_event
 from elicithub.core.runs import ToolCall
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 DONE = "[DONE]"
 
 
-def _part(part: dict[str, Any]) -> str:
+# The parts this stream writes, in the AI SDK's shapes (its UIMessageChunk): the hub's tools are `dynamic` ones.
+
+
+class StartPart(TypedDict):
+    type: Literal["start"]
+    messageId: str
+
+
+class MarkPart(TypedDict):
+    type: Literal["start-step", "finish-step", "finish"]
+
+
+class TextPart(TypedDict):
+    type: Literal["text-start", "text-end"]
+    id: str
+
+
+class TextDeltaPart(TypedDict):
+    type: Literal["text-delta"]
+    id: str
+    delta: str
+
+
+class ToolInputPart(TypedDict):
+    type: Literal["tool-input-available"]
+    toolCallId: str
+    toolName: str
+    input: JsonObject
+    dynamic: Literal[True]
+
+
+class ToolOutputPart(TypedDict):
+    type: Literal["tool-output-available"]
+    toolCallId: str
+    output: str
+    dynamic: Literal[True]
+
+
+class ToolErrorPart(TypedDict):
+    type: Literal["tool-output-error"]
+    toolCallId: str
+    errorText: str
+    dynamic: Literal[True]
+
+
+class ToolDeniedPart(TypedDict):
+    type: Literal["tool-output-denied"]
+    toolCallId: str
+
+
+class ToolApprovalPart(TypedDict):
+    type: Literal["tool-approval-request"]
+    approvalId: str
+    toolCallId: str
+
+
+class ToolStatusData(TypedDict):
+    """What a call that works on says it is doing now (the latest one a client keeps, by the part's id)."""
+
+    toolCallId: str
+    message: str
+
+
+class ToolStatusPart(TypedDict):
+    type: Literal["data-tool-status"]
+    id: str
+    data: ToolStatusData
+
+
+class QuestionPart(TypedDict):
+    type: Literal["data-elicitation-request", "data-approval-pending"]
+    id: str
+    data: RequestEvent | ApprovalPendingEvent
+
+
+class ResolvedPart(TypedDict):
+    type: Literal["data-elicitation-resolved"]
+    id: str
+    data: ResolvedEvent
+
+
+UIPart = (
+    StartPart
+    | MarkPart
+    | TextPart
+    | TextDeltaPart
+    | ToolInputPart
+    | ToolOutputPart
+    | ToolErrorPart
+    | ToolDeniedPart
+    | ToolApprovalPart
+    | ToolStatusPart
+    | QuestionPart
+    | ResolvedPart
+)
+
+
+def _part(part: UIPart) -> str:
     return dumps_event(part)
 
 
@@ -41,21 +141,24 @@ def _tool_output(event: ToolCallFinished, denied: bool = False) -> str:
         # AI SDK 6 keeps a denied call's part as `output-denied`, with the approval's reason and no text.
         return _part({"type": "tool-output-denied", "toolCallId": event.call_id})
     if event.is_error:
-        failed = {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text}
-        return _part({**failed, "dynamic": True})
-    done = {"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text}
-    return _part({**done, "dynamic": True})
+        return _part(
+            {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text, "dynamic": True}
+        )
+    return _part({"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text, "dynamic": True})
 
 
 def _status(event: ToolStatus) -> str:
     # One id per call: a client that keeps data parts by id (the AI SDK does) holds the latest status only.
-    data = {"toolCallId": event.call_id, "message": event.text}
+    data: ToolStatusData = {"toolCallId": event.call_id, "message": event.text}
     return _part({"type": "data-tool-status", "id": f"{event.call_id}-status", "data": data})
 
 
 def _request(event: ElicitationRequested) -> str:
     data = asked_event(event.elicitation)
-    return _part({"type": f"data-{data['type']}", "id": data["elicitationId"], "data": data})
+    kind: Literal["data-elicitation-request", "data-approval-pending"] = (
+        "data-elicitation-request" if data["type"] == "elicitation-request" else "data-approval-pending"
+    )
+    return _part({"type": kind, "id": data["elicitationId"], "data": data})
 
 
 def _resolved(event: ElicitationResolved) -> str:
@@ -142,7 +245,7 @@ class UIMessageStreamWriter:
             return []
         if isinstance(event, ToolCall):
             # Tools come from MCP servers the client does not know of: dynamic tools, in AI SDK terms.
-            part = {
+            part: ToolInputPart = {
                 "type": "tool-input-available",
                 "toolCallId": event.call_id,
                 "toolName": event.name,

@@ -12,10 +12,20 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from elicithub.core.elicitation import new_id
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Entry, KeyValueStore
+from elicithub.protocol.mcp_tasks import Status, TaskError
+
+
+class TaskEnd(TypedDict):
+    """How a task ended, kept once seen: a completed one's `result` (a `CallToolResult`), a failed one's `error`."""
+
+    status: Status
+    result: JsonObject | None
+    error: TaskError | None
 
 
 @dataclass(frozen=True)
@@ -29,7 +39,7 @@ class TaskRecord:
     created_at: float
     ttl_s: float
     cancelled: bool = False
-    ended: dict[str, Any] | None = None  # once seen: {"status", "result" | "error"}
+    ended: TaskEnd | None = None  # once seen
     updated_at: float = field(default_factory=time.time)
 
     def with_(self, **changes: Any) -> TaskRecord:

@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicithub.core.elicitation import Answer, Elicitation, State
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Entry
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
 from elicithub.protocol.mcp_tasks import (
@@ -35,6 +36,7 @@ from elicithub.protocol.mcp_tasks import (
     UNKNOWN_TASK,
     DetailedTask,
     Status,
+    TaskError,
     TaskHandle,
     TaskParams,
     UpdateParams,
@@ -65,8 +67,9 @@ class Seen:
 
     status: Status
     questions: list[Elicitation] = field(default_factory=list)
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    result: JsonObject | None = None
+    """A completed task's `CallToolResult`, as JSON."""
+    error: TaskError | None = None
     message: str | None = None
     """What a working task waits for (an approval others give)."""
 

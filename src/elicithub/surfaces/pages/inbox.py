@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from pydantic import BaseModel
 
-from elicithub.core.jsoncodec import JsonObject, dumps_event
+from elicithub.core.jsoncodec import dumps_event
 from elicithub.runtime.approvers import Answerable
-from elicithub.runtime.inbox import Inbox, item
+from elicithub.runtime.inbox import Inbox, InboxEvent, item
 from elicithub.server.identity import Identity
 from elicithub.server.openapi import ErrorBody, EventStream, stream
 from elicithub.server.streaming import OpenStreams, SSEResponse
@@ -116,7 +116,7 @@ class InboxPages:
         return page("inbox.html")
 
 
-async def _frames(events: AsyncIterator[tuple[int | None, JsonObject]]) -> AsyncGenerator[tuple[bytes, bool], None]:
+async def _frames(events: AsyncIterator[tuple[int | None, InboxEvent]]) -> AsyncGenerator[tuple[bytes, bool], None]:
     try:
         async for position, event in events:
             head = "" if position is None else f"id: {position}\r\n"

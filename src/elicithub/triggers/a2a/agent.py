@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import httpx
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
@@ -327,6 +327,19 @@ _TOLD = "toldSignedIn"
 """In a sign-in round's pause: the agent has been (or was about to be) told that the person signed in."""
 
 
+class A2aState(TypedDict):
+    """A round's place on the run's pause: the downstream task, how many rounds it has had, whether its questions are
+    the other hop's own (`remote`), and the status it waits in (`waiting`, a `TaskState`, and its message)."""
+
+    taskId: str
+    contextId: str
+    rounds: int
+    remote: bool
+    waiting: int
+    statusMessageId: str
+    toldSignedIn: NotRequired[bool]
+
+
 def _asker(context: CallContext) -> Asker:
     assert context.asker is not None  # build_round refuses first when the call cannot ask
     return context.asker
@@ -335,7 +348,7 @@ def _asker(context: CallContext) -> Asker:
 def _pause_for(task: Task, round_: Round, rounds: int) -> Pause:
     """A round's pause, with what a restarted hub needs to answer the same task: its ids, the round count, how to
     answer (`remote`), and which status it waits in (a later round is a new question)."""
-    state = {
+    state: A2aState = {
         "taskId": task.id,
         "contextId": task.context_id,
         "rounds": rounds,

@@ -11,12 +11,13 @@ import mcp_types as mt
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Action, Elicitation, Outcome, QuestionContext, new_elicitation
 from elicithub.core.jsoncodec import JsonObject
-from elicithub.core.runs import Pause
+from elicithub.core.runs import Pause, RerunState
 from elicithub.core.schema import SchemaError, validate_requested_schema
 from elicithub.core.waiting import Resolution
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, cannot_ask, stopped_call
+from elicithub.triggers.mcp.pauses import McpState, RoundState, TaskState
 
 
 class Question:
@@ -35,7 +36,7 @@ class Question:
         """Whether the call has asked anything yet (so the server saw it: it must not be sent again)."""
         self.task_id: str | None = None
         """The downstream task the call became, named in its questions' context."""
-        self.task_state: JsonObject | None = None
+        self.task_state: TaskState | None = None
         """What a 2025-11-25 task's question records on the pause (in place of a rerun)."""
         self.cancel_task: Callable[[], Awaitable[object]] | None = None
         """Cancels the 2025-11-25 task when the person cancels its question (or it expires)."""
@@ -98,7 +99,7 @@ class Question:
         in a task, the task's `tasks/result` is read again, and the server asks the same again)."""
         self.asked = True
         elicitation = self.build(params)
-        state = self.task_state or {"kind": "rerun"}
+        state: TaskState | RerunState = self.task_state or {"kind": "rerun"}
         [resolution] = await self.asker.ask([elicitation], trigger="mcp", state=state)
         result = self.result(elicitation, resolution)
         if result.action == "cancel" and self.cancel_task is not None:
@@ -109,7 +110,7 @@ class Question:
         self, requests: dict[str, mt.ElicitRequest], round_: mt.InputRequiredResult, rounds: int
     ) -> dict[str, mt.ElicitResult]:
         """One 2026-07-28 round: every question is shown at once and answered independently."""
-        state = {
+        state: RoundState = {
             "kind": "mrtr",
             "request_state": round_.request_state,
             "input_requests": round_.model_dump(by_alias=True, mode="json", exclude_none=True),
@@ -117,7 +118,7 @@ class Question:
         }
         return await self.ask_round(requests, state)
 
-    async def ask_round(self, requests: dict[str, mt.ElicitRequest], state: JsonObject) -> dict[str, mt.ElicitResult]:
+    async def ask_round(self, requests: dict[str, mt.ElicitRequest], state: McpState) -> dict[str, mt.ElicitResult]:
         """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart).
         Nothing is open downstream while it waits (the server has answered, or a task's poll is done), so the run
         may park meanwhile."""
@@ -128,7 +129,7 @@ class Question:
         self.round_ids = {k: r.elicitation_id for k, r in zip(keys, resolutions, strict=True)}
         return {k: self.result(e, r) for k, e, r in zip(keys, elicitations, resolutions, strict=True)}
 
-    async def note(self, state: JsonObject, elicitation_ids: dict[str, str] | None = None) -> None:
+    async def note(self, state: TaskState, elicitation_ids: dict[str, str] | None = None) -> None:
         """Records where the call is on the run's pause without asking (a call that cannot ask has no run to
         resume: nothing to record)."""
         if self.context.asker is not None:

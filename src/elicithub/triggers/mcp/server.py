@@ -33,6 +33,7 @@ from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
 from elicithub.triggers.mcp.catalogue import Catalogue
+from elicithub.triggers.mcp.pauses import RoundState, TaskState
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
 from elicithub.triggers.mcp.tasks import Sleep, TaskFollower, TaskProgress, is_task_pause, start_core_task
@@ -256,7 +257,7 @@ class McpServerTrigger:
 
         async def fulfil(round_: mt.InputRequiredResult, rounds: int) -> mt.InputResponses:
             nonlocal answered
-            state = {
+            state: RoundState = {
                 "kind": "mrtr",
                 "request_state": round_.request_state,
                 "input_requests": round_.model_dump(by_alias=True, mode="json", exclude_none=True),
@@ -297,7 +298,7 @@ class McpServerTrigger:
         return execution is not None and execution.task_support in ("optional", "required")
 
     async def _fulfil(
-        self, round_: mt.InputRequiredResult, question: Question, state: JsonObject, answered: Pause | None
+        self, round_: mt.InputRequiredResult, question: Question, state: RoundState | TaskState, answered: Pause | None
     ) -> mt.InputResponses:
         """One round's requests answered: roots and sampling by the hub, elicitations by the person (`state`
         recorded on the run's pause), or, for a round asked before a restart, with what they answered since."""

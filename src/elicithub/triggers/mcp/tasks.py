@@ -9,7 +9,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import mcp_types as mt
@@ -30,14 +30,10 @@ from elicithub.protocol.mcp_task_requests import (
     UpdateTask,
 )
 from elicithub.protocol.mcp_tasks import UNKNOWN_TASK, TaskHandle, TaskParams, TaskSnapshot, UpdateParams
+from elicithub.triggers.mcp.pauses import Shape, TaskState
 from elicithub.triggers.mcp.questions import Question
 
 log = logging.getLogger(__name__)
-
-Shape = Literal["2026-07-28", "draft", "2025-11-25"]
-"""2026-07-28: questions on `tasks/get`, answers by `tasks/update`. draft: questions on `tasks/result` with a
-`requestState`, answers by `tasks/update` or, where the server does not know it, `tasks/input_response`.
-2025-11-25: questions as related-task `elicitation/create` on the `tasks/result` stream."""
 
 DEFAULT_POLL_S = 1.0
 """How often a task is polled when its server suggests no interval."""
@@ -48,7 +44,7 @@ TASK_TTL_MS = 24 * 3600 * 1000
 """What a 2025-11-25 task is asked to be kept for (the server may keep it for less)."""
 
 Sleep = Callable[[float], Awaitable[None]]
-Fulfil = Callable[[mt.InputRequiredResult, JsonObject], Awaitable[mt.InputResponses]]
+Fulfil = Callable[[mt.InputRequiredResult, TaskState], Awaitable[mt.InputResponses]]
 """Answers one round (its elicitations asked of the person), recording `state` on the run's pause."""
 
 
@@ -63,7 +59,7 @@ class TaskProgress:
     interval_ms: int | None = None
     old_update: bool = False  # a draft server that does not know tasks/update
 
-    def state(self, request_state: str | None = None) -> JsonObject:
+    def state(self, request_state: str | None = None) -> TaskState:
         return {
             "kind": "task",
             "task_id": self.task_id,
