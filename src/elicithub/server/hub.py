@@ -10,7 +10,7 @@ import socket
 import time
 from datetime import timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -30,6 +30,7 @@ from elicithub.core.elicitation import new_id
 from elicithub.core.ports import Backend
 from elicithub.demo.launcher import (
     DEMO_APPROVAL,
+    base_url,
     bind,
     demo_a2a_entries,
     demo_agents,
@@ -37,7 +38,6 @@ from elicithub.demo.launcher import (
     demo_urls,
     service_ports,
 )
-from elicithub.demo.tracker import base_url
 from elicithub.metrics import Metrics
 from elicithub.runtime.admin import AdminQuestions
 from elicithub.runtime.approvers import Answerable, ApprovalNotices
@@ -65,7 +65,6 @@ from elicithub.surfaces.pages.admin import AdminPages
 from elicithub.surfaces.pages.connect import SignInPages
 from elicithub.surfaces.pages.inbox import InboxPages
 from elicithub.surfaces.pages.sign_in import ProviderSignIn
-from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.approval_ends import ApprovalEnds
 from elicithub.triggers.approval_timers import ApprovalTimers
@@ -73,6 +72,9 @@ from elicithub.triggers.approvals import ApprovalGate
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
+
+if TYPE_CHECKING:
+    from elicithub.surfaces.slack import SlackSurface
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +269,11 @@ class Hub:
             issuer=oidc.issuer if oidc is not None else None,
         )
         # Optional surfaces: the app mounts the routes of those configured.
-        self.slack = (
-            SlackSurface(
+        self.slack: SlackSurface | None = None
+        if config.slack is not None:
+            from elicithub.surfaces.slack import SlackSurface  # slow to import (Bolt, aiohttp): only when configured
+
+            self.slack = SlackSurface(
                 config.slack,
                 self.conversations,
                 self.backend.kv,
@@ -279,10 +284,6 @@ class Hub:
                 config.groups,
                 self.signed_in_groups.of if oidc is not None else None,
             )
-            if config.slack is not None
-            else None
-        )
-        if self.slack is not None:
             self.approval_notices.register(self.slack.approvals)
         self.agui = AguiSurface(
             self.conversations,
