@@ -29,11 +29,11 @@ from elicithub.core.ports import Backend
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.store import (
     MemoryElicitations,
-    PostgresElicitations,
-    RedisElicitations,
     SqliteElicitations,
     open_backend,
 )
+from elicithub.store.postgres.elicitations import PostgresElicitations
+from elicithub.store.redis.elicitations import RedisElicitations
 from tests.conftest import free_port, wait_for_port
 
 SCHEMA: dict[str, Any] = {

@@ -76,3 +76,8 @@ def test_the_long_conversation_benchmark_runs() -> None:
     out = run("long.py", "--n", "3", "--turns", "1,4", "--concurrency", "2", "--settle", "0")
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| sqlite")]
     assert [row[1] for row in rows] == ["1", "4"] and all(row[2] == "3" for row in rows), out
+
+
+def test_the_start_benchmark_times_a_hub_until_ready() -> None:
+    out = run("start.py", "--n", "1", "--store", "memory")
+    assert "until /readyz is 200, CPU" in out and "until /readyz is 200, wall" in out, out

@@ -23,7 +23,8 @@ from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.core.waiting import Resolution
 from elicithub.errors import AlreadyResolved, Expired, NotFound
-from elicithub.store import PostgresElicitations, RedisElicitations
+from elicithub.store.postgres.elicitations import PostgresElicitations
+from elicithub.store.redis.elicitations import RedisElicitations
 from tests.core.test_broker import EU, drain, finish, state_of
 from tests.core_fixtures import DEADLINE_S, BusSink, PostgresServer, RedisServer, question, until
 

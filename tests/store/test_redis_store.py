@@ -16,8 +16,8 @@ import redis
 
 from elicithub.core.elicitation import Answer, State, utcnow
 from elicithub.errors import StoreUnusable
-from elicithub.store import RedisElicitations, open_backend
-from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED
+from elicithub.store import open_backend
+from elicithub.store.redis.elicitations import KEEP, PENDING, RESOLVED, RedisElicitations
 from elicithub.store.redis.events import RedisEvents
 from tests.core_fixtures import DEADLINE_S, RedisServer, until
 from tests.store.test_stores import NOW, make

@@ -16,11 +16,11 @@ from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
 from elicithub.store import (
     MemoryElicitations,
-    PostgresElicitations,
-    RedisElicitations,
     SqliteElicitations,
     open_backend,
 )
+from elicithub.store.postgres.elicitations import PostgresElicitations
+from elicithub.store.redis.elicitations import RedisElicitations
 from tests.core_fixtures import DEADLINE_S, question
 
 NOW = datetime.now(UTC).replace(microsecond=0)

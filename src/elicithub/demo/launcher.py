@@ -8,14 +8,13 @@ import json
 import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from starlette.types import ASGIApp
 
-from elicithub.demo.deploy import deploy_server, release_server
-from elicithub.demo.tracker import Tracker, base_url
-from elicithub.demo.travel import travel_app
+if TYPE_CHECKING:
+    from elicithub.demo.tracker import Tracker
 
 _STARTUP_TIMEOUT_S = 10.0
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -100,6 +99,11 @@ def service_ports(first: int) -> tuple[int, int, int, int]:
     return first, first + 1, first + 2, first + 3
 
 
+def base_url(host: str, port: int) -> str:
+    """The http URL of a server listening on host:port (IPv6 literals get brackets)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def demo_urls(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:
     """The MCP endpoint URLs the demo servers will have on these ports."""
     tracker, deploy, release = (base_url(host, port) for port in ports)
@@ -129,6 +133,11 @@ async def start_demo(
     reach them by (the tracker's OAuth issuer and the travel agent's card say it), when that is not `host`: a
     service name when they listen on 0.0.0.0 in a container. `bound`: the four sockets (tracker, deploy, release,
     travel) already bound (`bind`), instead of the ports; closed with the servers."""
+    # The servers' SDKs (MCP server, A2A server) are slow to import: a hub whose demo is off never does.
+    from elicithub.demo.deploy import deploy_server, release_server
+    from elicithub.demo.tracker import Tracker
+    from elicithub.demo.travel import travel_app
+
     sockets: list[socket.socket] = list(bound or [])
     try:
         for port in (tracker_port, deploy_port, release_port, travel_port)[len(sockets) :]:

@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from elicithub.demo.launcher import base_url
 from elicithub.demo.oauth import CONSENT_PATH, SCOPE, DemoOAuthProvider
 from elicithub.surfaces import read_body, replaying
 
@@ -165,11 +166,6 @@ class _CountRejections:
             await send(message)
 
         await self.app(scope, replaying(body, receive), counting_send)
-
-
-def base_url(host: str, port: int) -> str:
-    """The http URL of a server listening on host:port (IPv6 literals get brackets)."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,6 +12,7 @@ from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfi
 from elicithub.config_approvals import ApprovalPolicy
 from elicithub.demo.launcher import (
     DEMO_APPROVAL,
+    base_url,
     bind,
     demo_a2a_entries,
     demo_agents,
@@ -20,7 +21,6 @@ from elicithub.demo.launcher import (
     service_ports,
     start_demo,
 )
-from elicithub.demo.tracker import base_url
 
 log = logging.getLogger(__name__)
 

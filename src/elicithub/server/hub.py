@@ -9,6 +9,7 @@ import os
 import time
 from datetime import timedelta
 from functools import partial
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -53,7 +54,6 @@ from elicithub.surfaces.pages.admin import AdminPages
 from elicithub.surfaces.pages.connect import SignInPages
 from elicithub.surfaces.pages.inbox import InboxPages
 from elicithub.surfaces.pages.sign_in import ProviderSignIn
-from elicithub.surfaces.slack import SlackSurface
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.approval_ends import ApprovalEnds
 from elicithub.triggers.approval_timers import ApprovalTimers
@@ -61,6 +61,9 @@ from elicithub.triggers.approvals import ApprovalGate
 from elicithub.triggers.credentials import CredentialGate
 from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
+
+if TYPE_CHECKING:
+    from elicithub.surfaces.slack import SlackSurface
 
 log = logging.getLogger(__name__)
 
@@ -250,8 +253,11 @@ class Hub:
             issuer=oidc.issuer if oidc is not None else None,
         )
         # Optional surfaces: the app mounts the routes of those configured.
-        self.slack = (
-            SlackSurface(
+        self.slack: SlackSurface | None = None
+        if config.slack is not None:
+            from elicithub.surfaces.slack import SlackSurface  # slow to import (Bolt, aiohttp): only when configured
+
+            self.slack = SlackSurface(
                 config.slack,
                 self.conversations,
                 self.backend.kv,
@@ -262,10 +268,6 @@ class Hub:
                 config.groups,
                 self.signed_in_groups.of if oidc is not None else None,
             )
-            if config.slack is not None
-            else None
-        )
-        if self.slack is not None:
             self.approval_notices.register(self.slack.approvals)
         self.agui = AguiSurface(
             self.conversations,

@@ -9,10 +9,6 @@ from elicithub.core.ports import Backend
 from elicithub.errors import StoreUnsupported
 from elicithub.store.memory import MemoryBackend
 from elicithub.store.memory.elicitations import MemoryElicitations
-from elicithub.store.postgres import PostgresBackend
-from elicithub.store.postgres.elicitations import PostgresElicitations
-from elicithub.store.redis import RedisBackend
-from elicithub.store.redis.elicitations import RedisElicitations
 from elicithub.store.sqlite import SqliteBackend
 from elicithub.store.sqlite.elicitations import SqliteElicitations
 
@@ -36,8 +32,12 @@ def open_backend(
     if url.startswith("sqlite:///"):
         return SqliteBackend(Path(url.removeprefix("sqlite:///")), events_max_len)
     if url.startswith("redis://"):
+        from elicithub.store.redis import RedisBackend  # slow to import (redis): only a hub that uses it does
+
         return RedisBackend(url, events_max_len, retention_s, allow_eviction)
     if url.startswith(POSTGRES_SCHEMES):
+        from elicithub.store.postgres import PostgresBackend  # slow to import (asyncpg): only a hub that uses it does
+
         return PostgresBackend(url, events_max_len, pool_size, statement_timeout_s)
     raise StoreUnsupported(
         f"unsupported store url {url!r}; use memory://, sqlite:///PATH, redis://HOST:PORT/DB or "
@@ -59,8 +59,6 @@ def configured_backend(config: Config) -> Backend:
 
 __all__ = [
     "MemoryElicitations",
-    "PostgresElicitations",
-    "RedisElicitations",
     "SqliteElicitations",
     "configured_backend",
     "open_backend",

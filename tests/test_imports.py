@@ -1,0 +1,104 @@
+"""What a process imports: a hub imports the libraries of a store, Slack, telemetry or the demo only when its config
+uses them, and the command's help and `config check` import no server (each import costs every start CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+OPTIONAL = (
+    "redis",
+    "asyncpg",
+    "slack_bolt",
+    "slack_sdk",
+    "aiohttp",
+    "opentelemetry.sdk",
+    "elicithub.store.redis",
+    "elicithub.store.postgres",
+    "elicithub.surfaces.slack",
+    "elicithub.demo.deploy",
+    "elicithub.demo.tracker",
+    "elicithub.demo.travel",
+)
+"""What a hub on SQLite without Slack, telemetry or the demo does without."""
+
+REPORT = """
+import json, sys
+{run}
+print(json.dumps(sorted(m for m in sys.modules if m in {names} or m.startswith(tuple(n + "." for n in {names})))))
+"""
+
+HUB = """
+from elicithub.config import Config
+from elicithub.server.app import create_app
+create_app(Config.model_validate({config}))
+"""
+
+
+def imported(run: str, names: tuple[str, ...], cwd: Path) -> list[str]:
+    """Which of `names` (and their submodules) a fresh interpreter has imported after `run`."""
+    # Telemetry stays off whatever the environment running the tests asks for.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", REPORT.format(run=run, names=repr(names))],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        check=True,
+    )
+    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def hub_imports(config: dict[str, object], cwd: Path) -> list[str]:
+    return imported(HUB.format(config=repr(config)), OPTIONAL, cwd)
+
+
+def test_a_sqlite_hub_imports_no_other_store_slack_telemetry_or_demo(tmp_path: Path) -> None:
+    assert hub_imports({"store": {"url": f"sqlite:///{tmp_path}/hub.db"}}, tmp_path) == []
+
+
+def test_a_memory_hub_imports_no_store_library_either(tmp_path: Path) -> None:
+    assert hub_imports({"store": {"url": "memory://"}}, tmp_path) == []
+
+
+def test_a_hub_on_redis_imports_redis_and_not_postgres(tmp_path: Path) -> None:
+    found = hub_imports({"store": {"url": "redis://127.0.0.1:1/0"}}, tmp_path)
+    assert {"redis", "elicithub.store.redis"} <= set(found)
+    assert not {m for m in found if m.split(".")[0] == "asyncpg" or m.startswith("elicithub.store.postgres")}
+
+
+def test_a_hub_on_postgres_imports_asyncpg_and_not_redis(tmp_path: Path) -> None:
+    found = hub_imports({"store": {"url": "postgresql://hub@127.0.0.1:1/hub"}}, tmp_path)
+    assert {"asyncpg", "elicithub.store.postgres"} <= set(found)
+    assert not {m for m in found if m.split(".")[0] == "redis" or m.startswith("elicithub.store.redis")}
+
+
+def test_a_hub_with_slack_configured_imports_slack(tmp_path: Path) -> None:
+    run = "import os\nos.environ.update(SLACK_BOT_TOKEN='xoxb-test', SLACK_SIGNING_SECRET='secret')\n" + HUB.format(
+        config=repr({"store": {"url": "memory://"}, "slack": {}})
+    )
+    found = imported(run, OPTIONAL, tmp_path)
+    assert {"slack_bolt", "elicithub.surfaces.slack"} <= set(found)
+
+
+CLI = """
+from elicithub.cli import main
+sys.argv = ["elicithub", *{args}]
+try:
+    main()
+except SystemExit:
+    pass
+"""
+
+
+def test_help_and_config_check_import_no_server(tmp_path: Path) -> None:
+    config = tmp_path / "hub.yaml"
+    config.write_text("store: {url: 'memory://'}\n")
+    servers = ("elicithub.server", "fastapi", "uvicorn", *OPTIONAL)
+    for args in (["--help"], ["config", "check", str(config)]):
+        assert imported(CLI.format(args=args), servers, tmp_path) == [], args
