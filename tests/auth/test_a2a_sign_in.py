@@ -10,7 +10,7 @@ from a2a.types import SendMessageRequest
 
 from tests.auth.conftest import Browser, TrackerProcess
 from tests.conftest import RunningHub
-from tests.surfaces.a2a.test_server import a2a_client, label, message
+from tests.surfaces.a2a.test_agent import a2a_client, label, message
 
 
 def test_auth_required_goes_on_after_the_sign_in_without_another_message(

@@ -16,7 +16,7 @@ from elicithub.protocol.mcp_task_requests import Anything, TaskResult
 from elicithub.protocol.mcp_tasks import TaskParams
 from elicithub.triggers.mcp.tasks import start_core_task
 from tests.conftest import HubFactory, RunningHub
-from tests.surfaces.a2a.test_server import a2a_client, label, message
+from tests.surfaces.a2a.test_agent import a2a_client, label, message
 from tests.surfaces.mcp.test_server import connected
 from tests.surfaces.mcp.test_tasks import get
 from tests.triggers.approving import GROUPS, PEOPLE, RESTART, USERS, OpsServer, policy

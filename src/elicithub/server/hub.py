@@ -43,7 +43,7 @@ from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
-from elicithub.surfaces.a2a.server import A2aSurface
+from elicithub.surfaces.a2a.agent import A2aSurface
 from elicithub.surfaces.a2a.tasks import HubTaskStore
 from elicithub.surfaces.audit import AuditPages
 from elicithub.surfaces.chat.agui import AguiSurface

@@ -37,7 +37,7 @@ from elicithub.core.elicitation import State
 from elicithub.core.events import RequestEvent, RunFinished
 from elicithub.core.runs import conversation_key
 from elicithub.runtime.conversations import Caller
-from elicithub.surfaces.a2a.server import TaskRun, paused_at
+from elicithub.surfaces.a2a.agent import TaskRun, paused_at
 from tests.conftest import USERS, HubAddress, RunningHub
 from tests.core_fixtures import until
 from tests.shapes import assert_shaped
