@@ -72,6 +72,33 @@ def test_pending_decline_resolves_declined_without_content() -> None:
     assert decide(form(), Answer("decline", {"region": "eu"}), NOW) == Resolve(State.DECLINED, Answer("decline"))
 
 
+def test_a_decline_that_is_no_approvals_drops_its_reason() -> None:
+    assert decide(form(), Answer("decline", {"reason": "no"}), NOW) == Resolve(State.DECLINED, Answer("decline"))
+
+
+def approval_form() -> Elicitation:
+    return form(approval=Approval(People(("bob",)), tool_schema=SCHEMA))
+
+
+def test_an_approvals_decline_keeps_its_reason_and_drops_the_rest() -> None:
+    said = Answer("decline", {"reason": "not during the freeze", "approve": True, "region": "eu"}, by="bob")
+    kept = Answer("decline", {"reason": "not during the freeze"}, by="bob")
+    assert decide(approval_form(), said, NOW) == Resolve(State.DECLINED, kept)
+
+
+@pytest.mark.parametrize("reason", [3, "  ", None])
+def test_an_approvals_decline_without_a_reason_in_words_carries_no_content(reason: object) -> None:
+    said = Answer("decline", {"reason": reason, "approve": False}, by="bob")
+    assert decide(approval_form(), said, NOW) == Resolve(State.DECLINED, Answer("decline", by="bob"))
+
+
+def test_an_approvals_same_decline_again_is_a_repeat_and_another_reason_a_conflict() -> None:
+    done = settle(approval_form(), Answer("decline", {"reason": "freeze"}, by="bob"))
+    assert decide(done, Answer("decline", {"reason": "freeze", "extra": 1}, by="bob"), NOW) == Repeat()
+    assert decide(done, Answer("decline", {"reason": "later"}, by="bob"), NOW) == Conflict()
+    assert decide(done, Answer("decline", by="bob"), NOW) == Conflict()
+
+
 def test_pending_cancel_resolves_cancelled_without_content() -> None:
     assert decide(form(), Answer("cancel"), NOW) == Resolve(State.CANCELLED, Answer("cancel"))
 
@@ -173,8 +200,9 @@ def test_outcome_and_is_due_follow_state() -> None:
         url_mode(),
         resolved(form(), State.ACCEPTED, Answer("accept", {"region": "eu", "replicas": 3}), NOW),
         resolved(url_mode(), State.EXPIRED, None, NOW + timedelta(seconds=5)),
+        resolved(approval_form(), State.DECLINED, Answer("decline", {"reason": "freeze"}, by="bob"), NOW),
     ],
-    ids=["pending-form", "pending-url", "accepted", "expired"],
+    ids=["pending-form", "pending-url", "accepted", "expired", "declined-approval"],
 )
 def test_to_json_from_json_round_trip(elicitation: Elicitation) -> None:
     data = json.loads(json.dumps(elicitation.to_json()))

@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from elicithub.core.approval import Approval, People
 from elicithub.core.elicitation import Answer, State
 from elicithub.core.ports import ElicitationStore as Store
 from elicithub.errors import StoreUnsupported
@@ -61,6 +62,16 @@ async def test_transition_is_compare_and_set(store: Store) -> None:
     assert stored.resolved_at == at
     # Everything else is untouched.
     assert stored.message == e.message and stored.expires_at == e.expires_at and stored.context == e.context
+
+
+@pytest.mark.anyio
+async def test_an_approvals_decline_keeps_its_reason_as_stored(store: Store) -> None:
+    e = make(approval=Approval(People(("bob",))))
+    await store.put(e)
+    declined = Answer("decline", {"reason": "not during the freeze"}, by="bob")
+    assert await store.transition(e.id, State.DECLINED, declined, NOW) is True
+    stored = await store.get(e.id)
+    assert stored is not None and stored.state is State.DECLINED and stored.answer == declined
 
 
 @pytest.mark.anyio

@@ -83,6 +83,7 @@ def test_an_approvers_approval_calls_the_tool_once_with_the_edited_arguments(
         ("accept", {"approve": False, "reason": "not during the freeze"}, "denied by bob: not during the freeze"),
         ("accept", {"approve": False}, "denied by bob"),
         ("decline", None, "declined by bob"),
+        ("decline", {"reason": "not during the freeze", "approve": True}, "declined by bob: not during the freeze"),
         ("cancel", None, "cancelled by bob"),
     ],
 )

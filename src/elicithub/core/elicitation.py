@@ -75,8 +75,8 @@ class AnswerJson(TypedDict):
 
 @dataclass(frozen=True)
 class Answer:
-    """What a person said: an action, and for an accepted form its content; `by`: who said it, where someone other
-    than the question's user may answer (an approval)."""
+    """What a person said: an action, and for an accepted form its content (for an approval's decline, its
+    `reason`); `by`: who said it, where someone other than the question's user may answer (an approval)."""
 
     action: Action
     content: JsonObject | None = None
@@ -261,7 +261,8 @@ Decision = Resolve | Repeat | Conflict | Expire | Invalid
 def _same_answer(a: Answer | None, b: Answer) -> bool:
     if a is None or a.action != b.action or a.by != b.by:
         return False
-    return b.action != "accept" or (a.content or {}) == (b.content or {})
+    # A decline's content is what decide() kept of it: only an approval's reason.
+    return b.action == "cancel" or (a.content or {}) == (b.content or {})
 
 
 def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
@@ -274,6 +275,8 @@ def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
     if answer.action == "accept" and elicitation.mode == "form":
         filled = apply_defaults(schema, answer.content) if answer.content is not None else None
         answer = replace(answer, content=filled)
+    if answer.action == "decline":
+        answer = replace(answer, content=_kept_of_decline(elicitation, answer.content))
     if elicitation.state is State.EXPIRED:
         return Expire()
     if elicitation.state is not State.PENDING:
@@ -288,8 +291,19 @@ def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
         if errors:
             return Invalid(errors)
         return Resolve(State.ACCEPTED, answer)
-    # url mode carries no content; decline and cancel never do.
+    if answer.action == "decline":
+        return Resolve(State.DECLINED, answer)
+    # url mode carries no content; cancel never does.
     return Resolve(_ACTION_STATE[answer.action], Answer(answer.action, by=answer.by))
+
+
+def _kept_of_decline(elicitation: Elicitation, content: JsonObject | None) -> JsonObject | None:
+    """A decline carries no content, but an approval's keeps its `reason` (a non-blank string): the call's refusal
+    and the audit log say why it was not approved. Anything else it says is dropped."""
+    reason = (content or {}).get("reason")
+    if elicitation.approval is None or not isinstance(reason, str) or not reason.strip():
+        return None
+    return {"reason": reason}
 
 
 def resolved(elicitation: Elicitation, state: State, answer: Answer | None, now: datetime) -> Elicitation:

@@ -47,7 +47,7 @@ def decision_of(
     if outcome == "accepted":
         return Decision(False, f"denied by {by}" + (f": {given}" if given else ""), "denied")
     if outcome == "declined":
-        return Decision(False, f"declined by {by}", "denied")
+        return Decision(False, f"declined by {by}" + (f": {given}" if given else ""), "denied")
     if outcome == "expired":
         late = f"nobody answered within {timeout_s:g} s"
         if on_timeout == "approve":

@@ -103,7 +103,7 @@ def test_denying_with_a_reason_refuses_the_call_with_that_reason(make_hub: HubFa
     assert result["resends"] is False
     assert tool["approval"] == {"id": approval["id"], "approved": False, "reason": "not during the freeze"}
     # The model is told the refusal (the scripted model says what its tool returned).
-    refusal = "Call of ops.restart was not approved: denied by alice: not during the freeze"
+    refusal = "Call of ops.restart was not approved: declined by alice: not during the freeze"
     assert assistant["text"] == f"Tool error: {refusal}"
     assert "tool-output-denied" in result["chunks"][1]
     assert ops.calls == []

@@ -202,3 +202,29 @@ def test_an_approval_that_expired_is_410_and_the_call_was_refused(
     status, body = post(hub.url, "alice", responded("native-late", request["approvalId"], True))
     assert status == 410, body
     assert ops.calls == []
+
+
+def test_a_denial_with_a_reason_is_declined_and_the_refusal_and_the_audit_say_why(
+    make_hub: HubFactory, ops: OpsServer, mrtr_server: McpProcess
+) -> None:
+    hub = native_hub(make_hub, ops, mrtr_server, admins=["dave"])
+    _, request = asked(hub.url, "alice", "native-deny")
+    denial = responded("native-deny", request["approvalId"], False)
+    denial["messages"][1]["parts"][0]["approval"]["reason"] = "not during the freeze"
+    status, continued = post(hub.url, "alice", denial)
+    assert status == 200, continued
+    resolved = next(p for p in continued if p["type"] == "data-elicitation-resolved")
+    assert resolved["data"]["outcome"] == "declined" and resolved["data"]["answeredBy"] == "alice"
+    assert any(p["type"] == "tool-output-denied" for p in continued)
+    _, events = hub.run_ended(request["approvalId"])
+    [refused] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert refused.text == "Call of ops.restart was not approved: declined by alice: not during the freeze"
+    assert refused.is_error and ops.calls == []
+    with person(hub.url, "dave") as dave:
+        [record] = dave.get("/run/api/audit").json()["records"]
+    assert record["outcome"] == "denied" and record["answeredBy"] == "alice"
+    assert record["reason"] == "declined by alice: not during the freeze"
+    # The same denial again is a repeat; a denial with another reason, or none, is a conflict.
+    assert post(hub.url, "alice", denial)[0] == 200
+    assert post(hub.url, "alice", responded("native-deny", request["approvalId"], False))[0] == 409
+    assert ops.calls == []

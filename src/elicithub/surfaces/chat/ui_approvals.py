@@ -1,8 +1,8 @@
 """AI SDK 6 native approvals, the client's half: the `approval-responded` tool part an AI SDK 6 client sends back in
 the assistant message it continues (`addToolApprovalResponse`), read as the answer to the approval it names.
 
-`approved: true` accepts; otherwise it is the approval form's own denial (`approve: false`) with the `reason`, so the
-reason reaches the tool's refusal and the audit log (a plain decline carries no content)."""
+`approved: true` accepts; otherwise it declines, with the `reason` if given (an approval's decline keeps it: the
+tool's refusal and the audit log say it)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ApprovalResponse:
 
     @property
     def approved(self) -> bool:
-        return (self.answer.content or {}).get("approve") is True
+        return self.answer.action == "accept"
 
 
 def approval_response(message: UIMessage, index: int) -> ApprovalResponse | None:
@@ -64,7 +64,7 @@ def _answer(approval: object, where: str) -> ElicitationResponse:
         raise HTTPException(422, f"{where}.approved: a boolean is required")
     if reason is not None and not isinstance(reason, str):
         raise HTTPException(422, f"{where}.reason: a string is required")
-    content: JsonObject = {"approve": approved}
-    if reason:
-        content["reason"] = reason
-    return ElicitationResponse(elicitationId=approval_id, action="accept", content=content)
+    if approved:
+        return ElicitationResponse(elicitationId=approval_id, action="accept", content={"approve": True})
+    content: JsonObject | None = {"reason": reason} if reason else None
+    return ElicitationResponse(elicitationId=approval_id, action="decline", content=content)
