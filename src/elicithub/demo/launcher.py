@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from elicithub.demo.addresses import base_url
+
 if TYPE_CHECKING:
     from elicithub.demo.tracker import Tracker
 
@@ -97,11 +99,6 @@ def demo_a2a_entries(travel_url: str) -> list[dict[str, Any]]:
 def service_ports(first: int) -> tuple[int, int, int, int]:
     """The ports of the tracker, deploy, release and travel when they run as a service from port `first` on."""
     return first, first + 1, first + 2, first + 3
-
-
-def base_url(host: str, port: int) -> str:
-    """The http URL of a server listening on host:port (IPv6 literals get brackets)."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def demo_urls(host: str, ports: tuple[int, int, int]) -> tuple[str, str, str]:

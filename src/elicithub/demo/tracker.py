@@ -16,7 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from elicithub.demo.launcher import base_url
+from elicithub.demo.addresses import base_url
 from elicithub.demo.oauth import CONSENT_PATH, SCOPE, DemoOAuthProvider
 from elicithub.surfaces import read_body, replaying
 

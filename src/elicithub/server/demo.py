@@ -10,9 +10,9 @@ from typing import Any
 
 from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
 from elicithub.config_approvals import ApprovalPolicy
+from elicithub.demo.addresses import base_url
 from elicithub.demo.launcher import (
     DEMO_APPROVAL,
-    base_url,
     bind,
     demo_a2a_entries,
     demo_agents,
