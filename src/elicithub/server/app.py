@@ -22,7 +22,6 @@ from elicithub import __version__
 from elicithub.config import Config
 from elicithub.errors import HubError
 from elicithub.server import web
-from elicithub.server.bodies import field_name
 from elicithub.server.chat_routes import Wire
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
@@ -30,6 +29,7 @@ from elicithub.server.observed import Observed
 from elicithub.server.probes import probes
 from elicithub.server.replies import http_error, hub_error
 from elicithub.server.routes import hub_routes
+from elicithub.surfaces.bodies import field_name
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,12 @@ from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message
 from elicithub.errors import HubError, PayloadTooLarge
 from elicithub.runtime.conversations import Caller
-from elicithub.server.bodies import (
+from elicithub.server.hub import Hub
+from elicithub.server.identity import ANONYMOUS_COOKIE
+from elicithub.server.limits import declared_over, payload_too_large
+from elicithub.server.replies import http_error, hub_error
+from elicithub.surfaces import read_body
+from elicithub.surfaces.bodies import (
     Body,
     ChatCompletionsBody,
     ElicitationResponse,
@@ -34,16 +39,11 @@ from elicithub.server.bodies import (
     UIChatBody,
     UIMessage,
 )
-from elicithub.server.hub import Hub
-from elicithub.server.identity import ANONYMOUS_COOKIE
-from elicithub.server.limits import declared_over, payload_too_large
-from elicithub.server.replies import http_error, hub_error
-from elicithub.server.streaming import Writer, sse
-from elicithub.surfaces import read_body
 from elicithub.surfaces.chat.openai_sse import OpenAIChunkWriter
 from elicithub.surfaces.chat.ui_approvals import approval_response, check_approval
 from elicithub.surfaces.chat.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.chat.ui_stream import UIMessageStreamWriter
+from elicithub.surfaces.streaming import Writer, sse
 
 Route = Callable[[Request], Awaitable[Response]]
 

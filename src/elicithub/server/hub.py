@@ -40,7 +40,6 @@ from elicithub.server.admins import Admins
 from elicithub.server.demo import HubDemo
 from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
-from elicithub.server.streaming import OpenStreams
 from elicithub.store import configured_backend
 from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a.agent import A2aSurface
@@ -54,6 +53,7 @@ from elicithub.surfaces.pages.admin import AdminPages
 from elicithub.surfaces.pages.connect import SignInPages
 from elicithub.surfaces.pages.inbox import InboxPages
 from elicithub.surfaces.pages.sign_in import ProviderSignIn
+from elicithub.surfaces.streaming import OpenStreams
 from elicithub.triggers.a2a import A2aShared, a2a_client, a2a_triggers
 from elicithub.triggers.approval_ends import ApprovalEnds
 from elicithub.triggers.approval_timers import ApprovalTimers

@@ -8,13 +8,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Request, Response
 
 from elicithub.server import openapi
-from elicithub.server.bodies import ID
 from elicithub.server.chat_routes import caller_of
 from elicithub.server.hub import Hub
-from elicithub.server.openapi import EventStream, stream
-from elicithub.server.streaming import parse_event_id, sse
+from elicithub.surfaces.bodies import ID
 from elicithub.surfaces.chat.ui_stream import HEADERS as UI_HEADERS
 from elicithub.surfaces.chat.ui_stream import UIMessageStreamWriter
+from elicithub.surfaces.responses import EventStream, stream
+from elicithub.surfaces.streaming import parse_event_id, sse
 
 ConversationIdPath = Annotated[str, Path(description="The conversation.", json_schema_extra=ID)]
 LastEventId = Annotated[

@@ -13,9 +13,9 @@ from elicithub.demo.launcher import SUGGESTIONS
 from elicithub.errors import IdentityUnavailable
 from elicithub.server.chat_routes import caller_of
 from elicithub.server.hub import Hub
-from elicithub.server.openapi import errors
 from elicithub.server.routes import ConversationIdPath
 from elicithub.surfaces.pages import WEB_DIR, page
+from elicithub.surfaces.responses import errors
 
 STATIC_PATH = "/static"
 

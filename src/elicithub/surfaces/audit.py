@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
 from elicithub.runtime.audit import AuditLog, Filters
-from elicithub.server.openapi import ErrorBody
 from elicithub.surfaces.pages.admin import Admins
+from elicithub.surfaces.responses import ErrorBody
 
 
 class AuditRecord(BaseModel):

@@ -37,11 +37,11 @@ from elicithub.errors import (
     InvalidContent,
 )
 from elicithub.runtime.conversations import Caller, Conversations
-from elicithub.server.streaming import OpenStreams, SSEResponse
 from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
 from elicithub.surfaces.chat.agui_interrupts import answer_of, interrupt
 from elicithub.surfaces.gates import Bearer, bearer_token, refusal
 from elicithub.surfaces.mcp.asking import ends_with_sign_in
+from elicithub.surfaces.streaming import OpenStreams, SSEResponse
 
 PATH = "/run/agui"
 

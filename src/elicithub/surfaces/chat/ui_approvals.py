@@ -13,7 +13,7 @@ from fastapi import HTTPException
 from elicithub.core.elicitation import Elicitation
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.errors import ElicitationNotFound
-from elicithub.server.bodies import ElicitationResponse, UIMessage
+from elicithub.surfaces.bodies import ElicitationResponse, UIMessage
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel
 
 from elicithub.runtime.admin import AdminQuestions, OpenQuestion, service_of
-from elicithub.server.openapi import ErrorBody
 from elicithub.surfaces.pages import page
+from elicithub.surfaces.responses import ErrorBody
 
 
 class Admins(Protocol):

@@ -4,7 +4,7 @@ goings (`GET /run/api/inbox/stream`), and the page `/inbox` that lists and answe
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
 from pydantic import BaseModel
@@ -12,10 +12,18 @@ from pydantic import BaseModel
 from elicithub.core.jsoncodec import dumps_event
 from elicithub.runtime.approvers import Answerable
 from elicithub.runtime.inbox import Inbox, InboxEvent, item
-from elicithub.server.identity import Identity
-from elicithub.server.openapi import ErrorBody, EventStream, stream
-from elicithub.server.streaming import OpenStreams, SSEResponse
 from elicithub.surfaces.pages import page
+from elicithub.surfaces.responses import ErrorBody, EventStream, stream
+from elicithub.surfaces.streaming import OpenStreams, SSEResponse
+
+
+class Requester(Protocol):
+    """Who makes a request (the hub's `Identity`): a bearer token's user, or the session cookie's."""
+
+    async def of(self, request: Request) -> str | None: ...
+
+    def challenge(self, path: str = "", *, invalid_token: bool) -> str: ...
+
 
 GroupsOf = Callable[[Request, str], Awaitable[frozenset[str]]]
 """The groups the identity provider puts the person making a request in (`Hub.groups_of`)."""
@@ -60,7 +68,7 @@ class InboxPages:
         self,
         inbox: Inbox,
         answerable: Answerable,
-        identity: Identity,
+        identity: Requester,
         groups_of: GroupsOf,
         streams: OpenStreams,
         keepalive_s: float,

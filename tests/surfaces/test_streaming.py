@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicithub.server.streaming import OpenStreams, SSEResponse, parse_event_id
+from elicithub.surfaces.streaming import OpenStreams, SSEResponse, parse_event_id
 from tests.conftest import RunningHub, sse_data
 from tests.core_fixtures import until
 from tests.server.test_chat_ui_stream import UIStream, text_part, ui_body
