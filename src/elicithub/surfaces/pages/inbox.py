@@ -17,7 +17,7 @@ from elicithub.surfaces.responses import ErrorBody, EventStream, stream
 from elicithub.surfaces.streaming import OpenStreams, SSEResponse
 
 
-class Requester(Protocol):
+class WhoAsks(Protocol):
     """Who makes a request (the hub's `Identity`): a bearer token's user, or the session cookie's."""
 
     async def of(self, request: Request) -> str | None: ...
@@ -68,7 +68,7 @@ class InboxPages:
         self,
         inbox: Inbox,
         answerable: Answerable,
-        identity: Requester,
+        identity: WhoAsks,
         groups_of: GroupsOf,
         streams: OpenStreams,
         keepalive_s: float,
