@@ -161,7 +161,10 @@ async def test_an_expired_access_token_is_rejected_and_refresh_recovers() -> Non
         with anyio.fail_after(60):
             while (await mcp_status(demo, tokens["access_token"])).status_code != 401:  # noqa: ASYNC110 - expiry has no event
                 await asyncio.sleep(0.05)
+        # The refreshed token must outlive the several requests of the call below, however slow they are.
+        demo.tracker.provider.token_ttl = 3600.0
         refreshed = (await flow.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])).json()
+        assert refreshed["expires_in"] == 3600
         assert "You have 3 issues" in await call_tracker(demo, refreshed["access_token"], "list_issues")
 
 
