@@ -17,7 +17,7 @@ from elicithub.core.waiting import Resolution
 from elicithub.errors import QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, cannot_ask, stopped_call
-from elicithub.triggers.mcp.pauses import McpState, RoundState, TaskState
+from elicithub.triggers.mcp.pauses import McpState, TaskState
 
 
 class Question:
@@ -105,18 +105,6 @@ class Question:
         if result.action == "cancel" and self.cancel_task is not None:
             await self.cancel_task()
         return result
-
-    async def ask_all(
-        self, requests: dict[str, mt.ElicitRequest], round_: mt.InputRequiredResult, rounds: int
-    ) -> dict[str, mt.ElicitResult]:
-        """One 2026-07-28 round: every question is shown at once and answered independently."""
-        state: RoundState = {
-            "kind": "mrtr",
-            "request_state": round_.request_state,
-            "input_requests": round_.model_dump(by_alias=True, mode="json", exclude_none=True),
-            "rounds": rounds,
-        }
-        return await self.ask_round(requests, state)
 
     async def ask_round(self, requests: dict[str, mt.ElicitRequest], state: McpState) -> dict[str, mt.ElicitResult]:
         """A round of questions asked together, `state` recorded on the run's pause (how to go on after a restart).
