@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from elicithub.config import ConfigError, parse_config
-from elicithub.config_approvals import AUDIT_RETENTION_S, first_policy
+from elicithub.config.approvals import AUDIT_RETENTION_S, first_policy
 
 SERVERS = [{"id": "deploy", "url": "http://127.0.0.1:9/mcp"}, {"id": "release", "url": "http://127.0.0.1:9/mcp"}]
 USERS = [{"id": "alice", "token": "alice-secret"}]

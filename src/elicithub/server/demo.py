@@ -9,7 +9,7 @@ import socket
 from typing import Any
 
 from elicithub.config import A2aAgentConfig, AgentConfig, Config, McpServerConfig
-from elicithub.config_approvals import ApprovalPolicy
+from elicithub.config.approvals import ApprovalPolicy
 from elicithub.demo.addresses import base_url
 from elicithub.demo.launcher import (
     DEMO_APPROVAL,

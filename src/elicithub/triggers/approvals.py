@@ -20,7 +20,7 @@ from functools import partial
 import jsonschema
 
 from elicithub.auth.groups import SignedInGroups
-from elicithub.config_approvals import ApprovalPolicy, first_policy
+from elicithub.config.approvals import ApprovalPolicy, first_policy
 from elicithub.core.approval import Approval, approval_schema, edited
 from elicithub.core.elicitation import Elicitation, QuestionContext, new_elicitation
 from elicithub.core.jsoncodec import JsonObject

@@ -1,7 +1,7 @@
 """The hub's YAML configuration: the whole file's model, its loading, and errors that name the key path.
 
-Each section's models live in a module of their own (`config_hub`, `config_auth`, `config_services`,
-`config_surfaces`, `config_approvals`); every name is imported from here.
+Each section's models live in a module of their own in this package (`hub`, `auth`, `services`, `surfaces`,
+`approvals`; `base` and `env` hold what they share); every name is imported from here.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Annotated, Any
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from elicithub.config_approvals import ApprovalPolicy, AuditConfig, check_approvals
-from elicithub.config_auth import SESSION_S, AuthConfig, OidcConfig, UserConfig
-from elicithub.config_base import Strict
-from elicithub.config_env import interpolate
-from elicithub.config_hub import (
+from elicithub.config.approvals import ApprovalPolicy, AuditConfig, check_approvals
+from elicithub.config.auth import SESSION_S, AuthConfig, OidcConfig, UserConfig
+from elicithub.config.base import Strict
+from elicithub.config.env import interpolate
+from elicithub.config.hub import (
     ConversationsConfig,
     ElicitationConfig,
     LimitsConfig,
@@ -29,7 +29,7 @@ from elicithub.config_hub import (
     ServerConfig,
     StoreConfig,
 )
-from elicithub.config_services import (
+from elicithub.config.services import (
     DEFAULT_AGENT,
     A2aAgentConfig,
     AgentConfig,
@@ -38,7 +38,7 @@ from elicithub.config_services import (
     ServiceConfig,
     ToolConfig,
 )
-from elicithub.config_surfaces import SlackConfig, StreamsConfig, UIStreamConfig
+from elicithub.config.surfaces import SlackConfig, StreamsConfig, UIStreamConfig
 from elicithub.errors import HubError
 
 __all__ = [

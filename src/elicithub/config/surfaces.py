@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from elicithub.config_base import Strict
+from elicithub.config.base import Strict
 
 
 class StreamsConfig(Strict):

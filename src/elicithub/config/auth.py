@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from elicithub.config_base import Strict
+from elicithub.config.base import Strict
 
 
 class UserConfig(Strict):

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from elicithub.config_base import Strict
+from elicithub.config.base import Strict
 
 
 class StoreConfig(Strict):
