@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -209,6 +209,24 @@ class EventLog(Protocol):
         """The sequence number of the newest event (0 when none), counting every post made here before."""
 
 
+class Casts(Protocol):
+    """Messages passed as they are sent to every instance sharing the store, kept nowhere: what a model turn says
+    while it streams (runtime/live.py), and a request to stop one. Best effort: an instance that is not listening
+    when a message is sent never gets it; what must not be lost goes to the event log instead."""
+
+    def send(self, message: str) -> None:
+        """Send without waiting; messages sent here reach each instance in the order sent. One that cannot be sent
+        is logged and dropped. At most `CAST_MAX_BYTES` of UTF-8."""
+
+    async def listen(self, handler: Callable[[str], None]) -> None:
+        """From when this returns, hand `handler` each message any instance sends (this one's too), in order; after
+        a lost connection listening goes on by itself (what was sent meanwhile is lost). Called once per hub."""
+
+
+CAST_MAX_BYTES = 7000
+"""Postgres' NOTIFY takes at most 8000 bytes of payload: every message fits, with room to spare."""
+
+
 class Backend(Protocol):
     """One store URL's backend: every record kind over one connection (pool), closed together."""
 
@@ -237,6 +255,10 @@ class Backend(Protocol):
 
     @property
     def events(self) -> EventLog: ...
+
+    @property
+    def casts(self) -> Casts:
+        """Messages to the other instances (a backend that serves one process: sent to nobody)."""
 
     async def ready(self) -> str | None:
         """None when the store answers and its schema is the one this hub knows; else why not (for `/readyz`)."""

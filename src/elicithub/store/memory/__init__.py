@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from elicithub.store.casts import LocalCasts
 from elicithub.store.memory.conversations import MemoryConversations
 from elicithub.store.memory.elicitations import MemoryElicitations
 from elicithub.store.memory.events import MemoryEvents
@@ -20,6 +21,7 @@ class MemoryBackend:
         self.conversations = MemoryConversations(self.events)
         self.runs = MemoryRuns(self.conversations)
         self.kv = MemoryKv()
+        self.casts = LocalCasts()
 
     async def open(self) -> None:
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from elicithub.store.casts import LocalCasts
 from elicithub.store.sqlite.conversations import SqliteConversations
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.sqlite.elicitations import SqliteElicitations
@@ -25,6 +26,7 @@ class SqliteBackend:
         self.events = SqliteEvents(self._db, events_max_len)
         self.conversations = SqliteConversations(self._db, self.events)
         self.kv = SqliteKv(self._db)
+        self.casts = LocalCasts()
 
     async def open(self) -> None:
         return None
