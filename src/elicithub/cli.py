@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from elicithub.config import Config, ConfigError, DemoConfig, load_config
+from elicithub.config import Config, ConfigError, DemoConfig, ModelEntry, load_config
 from elicithub.errors import HubError
 from elicithub.runtime.approvers import named
 
@@ -100,7 +100,7 @@ def serve(
         # Links in url-mode questions point back at this hub: by default, where it listens.
         loaded = loaded.model_copy(update={"public_url": address})
     _check_store(loaded)
-    say("elicithub listening on %s  (store %s, model %s)", address, loaded.store.shown_url, loaded.model.kind)
+    say("elicithub listening on %s  (store %s, model %s)", address, loaded.store.shown_url, _model_name(loaded))
     if loaded.demo.enabled:
         say("Open %s/ in a browser for the demo: tracker (sign-in) and deploy/release (questions).", address)
     try:
@@ -188,7 +188,13 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
     typer.echo(f"{path}: ok")
     typer.echo(f"  public_url  {loaded.public_url}")
     typer.echo(f"  store       {loaded.store.shown_url}")
-    typer.echo(f"  model       {loaded.model.kind}" + (f" ({loaded.model.model})" if loaded.model.model else ""))
+    typer.echo(f"  model       {_model_name(loaded)}")
+    for entry in loaded.models:
+        typer.echo(f"  models      {entry.id}: {entry.provider} {entry.model}")
+    for hub_agent in loaded.agents:
+        model = loaded.model_of(hub_agent)
+        name = model.id if isinstance(model, ModelEntry) else model.kind
+        typer.echo(f"  agent       {hub_agent.id}: model {name}, at most {hub_agent.max_steps} steps")
     typer.echo(f"  users       {', '.join(u.id for u in loaded.users) or '(none)'}")
     oidc = loaded.auth.oidc
     if oidc is not None:
@@ -334,3 +340,11 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _model_name(config: Config) -> str:
+    """The default model as `serve` and `config check` name it."""
+    model = config.default_model()
+    if isinstance(model, ModelEntry):
+        return f"{model.id} ({model.provider} {model.model})"
+    return model.kind + (f" ({model.model})" if model.model else "")

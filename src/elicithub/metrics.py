@@ -24,6 +24,8 @@ OTHER = "other"
 """The trigger label of a question whose trigger this hub does not know (a newer hub's, read from a shared store)."""
 REQUEST_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 """Most requests take milliseconds; a chat stream lasts as long as its run, a person's answer included."""
+FIRST_TOKEN_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 60.0)
+"""A model's first token comes in a fraction of a second to many seconds (a long prompt, a busy provider)."""
 
 
 class Metrics:
@@ -69,6 +71,25 @@ class Metrics:
             buckets=REQUEST_BUCKETS_S,
             registry=registry,
         )
+        self._model_tokens = Counter(
+            "elicithub_model_tokens_total",
+            "Tokens models read (input) and wrote (output), by the config's model id and the agent.",
+            ["model", "agent", "type"],
+            registry=registry,
+        )
+        self._model_requests = Counter(
+            "elicithub_model_requests_total",
+            "Requests to models: ok, error (the run ends with it), or retried (another try follows).",
+            ["model", "outcome"],
+            registry=registry,
+        )
+        self._first_token = Histogram(
+            "elicithub_model_first_token_seconds",
+            "From a model request's start to its first streamed piece.",
+            ["model"],
+            buckets=FIRST_TOKEN_BUCKETS_S,
+            registry=registry,
+        )
         # Each request's series, kept at hand: `labels()` checks and locks, a few microseconds a request. Routes are
         # templates and statuses a few, so these stay small.
         self._counted: dict[tuple[str, int], Counter] = {}
@@ -106,6 +127,19 @@ class Metrics:
             if timed is None:
                 timed = self._timed[route] = self._took.labels(route)
             timed.observe(seconds)
+
+    def model_tokens(self, model: str, agent: str, input_tokens: int, output_tokens: int) -> None:
+        if self.enabled:
+            self._model_tokens.labels(model, agent, "input").inc(input_tokens)
+            self._model_tokens.labels(model, agent, "output").inc(output_tokens)
+
+    def model_request(self, model: str, outcome: str) -> None:
+        if self.enabled:
+            self._model_requests.labels(model, outcome).inc()
+
+    def model_first_token(self, model: str, seconds: float) -> None:
+        if self.enabled:
+            self._first_token.labels(model).observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -53,7 +53,7 @@ class Noted:
     def __init__(self, span: Span | None) -> None:
         self._span = span
 
-    def note(self, key: str, value: str | bool, *, failed: bool = False) -> None:
+    def note(self, key: str, value: str | bool | int, *, failed: bool = False) -> None:
         if self._span is None:
             return
         self._span.set_attribute(key, value)
@@ -131,7 +131,7 @@ class _Telemetry:
         )
 
     @contextmanager
-    def span(self, name: str, attributes: dict[str, str | bool]) -> Iterator[Noted]:
+    def span(self, name: str, attributes: Mapping[str, str | bool | int]) -> Iterator[Noted]:
         span = self.tracer.start_span(name, attributes=attributes)
         with self._trace.use_span(span, end_on_exit=True, record_exception=False, set_status_on_exception=False):
             try:
@@ -231,6 +231,20 @@ def tool_call(name: str) -> AbstractContextManager[Noted]:
         return _IDLE
     prefix, _, tool = name.partition(".")
     return _on.span("tool_call", {"tool_name": tool, "server_id": prefix})
+
+
+def model_request(provider: str, model: str) -> AbstractContextManager[Noted]:
+    """A span for one request to a model, with the GenAI semantic conventions' attributes; note its usage with
+    `gen_ai.usage.input_tokens` and `gen_ai.usage.output_tokens`."""
+    if _on is None:
+        return _IDLE
+    name = "openai" if provider == "openai-compatible" else provider
+    attributes: dict[str, str | bool | int] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "gcp.gemini" if name == "google" else name,
+        "gen_ai.request.model": model,
+    }
+    return _on.span(f"chat {model}", attributes)
 
 
 def questions(elicitations: Sequence[Elicitation]) -> AbstractContextManager[Ended | None]:

@@ -28,7 +28,7 @@ from elicithub.core.runs import ToolCall, conversation_key
 from elicithub.errors import BadRequest, ConversationNotFound, ElicitationNotFound
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.loop import Runner
-from elicithub.runtime.models import ModelTurn, ScriptedModel, ToolSpec
+from elicithub.runtime.models import Completing, ModelTurn, ScriptedModel, ToolSpec
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import open_backend
@@ -193,7 +193,7 @@ async def test_a_stopped_run_cancels_its_question_ends_and_keeps_nothing(backend
         assert record.active_run_id is None and [m["content"] for m in record.messages] == [ASK]
 
 
-class AskThenEcho:
+class AskThenEcho(Completing):
     """A model that makes two calls in one turn, `t.ask` then `t.echo`, and says what they gave after."""
 
     name = "ask-then-echo"
@@ -393,7 +393,10 @@ async def test_a_reader_back_after_the_run_finished_gets_the_rest_through_the_fi
         followed = await hub.conversations.reattach(ALICE, "chat-back", resume=(run_id, paused_at))
         assert followed is not None and followed.run_id == run_id
         rest = await numbered_until(followed.events, RunFinished)
-        assert rest == [(seq, e) for seq, e in seen if seq > paused_at]
+        # A model's text is numbered with the position before it when it came live, with its turn's end when read
+        # back from the log: the events are the same, in the same order.
+        assert [e for _, e in rest] == [e for seq, e in seen if seq > paused_at]
+        assert all(seq > paused_at for seq, _ in rest)
         assert TextDelta("accepted: eu") in [e for _, e in rest]
 
 
@@ -447,7 +450,7 @@ async def test_another_instance_replays_a_run_that_finished_on_the_first(
             followed = await b.conversations.reattach(ALICE, "chat-moved", resume=(run_id, asked_at))
             assert followed is not None
             rest = await numbered_until(followed.events, RunFinished)
-            assert rest == [(seq, e) for seq, e in seen if seq > asked_at]
+            assert [e for _, e in rest] == [e for seq, e in seen if seq > asked_at]
             assert await b.conversations.reattach(ALICE, "chat-moved", resume=(run_id, seen[-1][0])) is None
     finally:
         await first.close()

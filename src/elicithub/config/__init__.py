@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, model_validator
 
 from elicithub.config.approvals import ApprovalPolicy, AuditConfig, check_approvals
 from elicithub.config.auth import SESSION_S, AuthConfig, OidcConfig, UserConfig
@@ -29,6 +29,7 @@ from elicithub.config.hub import (
     ServerConfig,
     StoreConfig,
 )
+from elicithub.config.models import ModelEntry, ModelSettingsConfig, Provider
 from elicithub.config.services import (
     DEFAULT_AGENT,
     A2aAgentConfig,
@@ -59,8 +60,11 @@ __all__ = [
     "McpServerConfig",
     "MetricsConfig",
     "ModelConfig",
+    "ModelEntry",
+    "ModelSettingsConfig",
     "OAuthConfig",
     "OidcConfig",
+    "Provider",
     "SecretsConfig",
     "ServerConfig",
     "ServiceConfig",
@@ -102,7 +106,13 @@ class Config(Strict):
     public_url: str = Field(default="http://127.0.0.1:8700", pattern=r"^https?://[^/\s]+")
     """The base of the links the hub hands out (sign-ins, pages); unset, the address `serve` listens on."""
     store: StoreConfig = StoreConfig()
-    model: ModelConfig = ModelConfig()
+    model: Annotated[
+        Annotated[str, Tag("tagged-id")] | Annotated[ModelConfig, Tag("tagged-config")],
+        Discriminator(lambda value: "tagged-id" if isinstance(value, str) else "tagged-config"),
+    ] = ModelConfig()
+    """The default model: the id of one of `models:`, or v1's `{kind: scripted}` / `{kind: openai, ...}`."""
+    models: list[ModelEntry] = []
+    """The providers' models agents may run on."""
     users: list[UserConfig] = []
     admins: list[Annotated[str, Field(min_length=1)]] = []
     """User ids that may see and cancel every user's questions."""
@@ -144,9 +154,31 @@ class Config(Strict):
         tokens = [u.token for u in self.users]
         if len(set(tokens)) != len(tokens):
             raise ValueError("users: two users share a token")
+        self._check_models()
         self._check_agents()
         self._check_approvals()
         return self
+
+    def _check_models(self) -> None:
+        """Model ids are unique, and `model:` and every agent's `model` name one of them."""
+        ids = [m.id for m in self.models]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"models: duplicate id {', '.join(dupes)}")
+        if isinstance(self.model, str) and self.model not in ids:
+            raise ValueError(f"model: no model {self.model} in models")
+        for index, agent in enumerate(self.agents):
+            if agent.model is not None and agent.model not in ids:
+                raise ValueError(f"agents[{index}].model: no model {agent.model} in models")
+
+    def model_of(self, agent: AgentConfig) -> ModelEntry | ModelConfig:
+        """The model `agent` runs on: its own, else the default."""
+        return self.default_model() if agent.model is None else next(m for m in self.models if m.id == agent.model)
+
+    def default_model(self) -> ModelEntry | ModelConfig:
+        """The model `model:` names: an entry of `models:`, or v1's own config."""
+        chosen = self.model
+        return next(m for m in self.models if m.id == chosen) if isinstance(chosen, str) else chosen
 
     def _check_approvals(self) -> None:
         known = {u.id for u in self.users} | set(self.admins) | {m for ms in self.groups.values() for m in ms}
@@ -206,7 +238,7 @@ def _path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not part.startswith(("function-", "literal[")):
+        elif not part.startswith(("function-", "literal[", "tagged-")):
             out += f".{part}" if out else part
     return out
 
@@ -244,6 +276,21 @@ def parse_config(data: Any, source: str = "config", environ: Mapping[str, str] |
         raise ConfigError("\n".join(line.lstrip(".: ") for line in lines)) from None
 
 
+def read_instructions(config: Config, folder: Path) -> Config:
+    """The config with each agent's `instructions_file` read (relative to `folder`) into its `instructions`."""
+    agents = []
+    for index, agent in enumerate(config.agents):
+        if agent.instructions_file is not None:
+            path = folder / agent.instructions_file
+            try:
+                text = path.read_text()
+            except OSError as exc:
+                raise ConfigError(f"agents[{index}].instructions_file: cannot read {path}: {exc.strerror}") from None
+            agent = agent.model_copy(update={"instructions": text})
+        agents.append(agent)
+    return config.model_copy(update={"agents": agents})
+
+
 def load_config(path: Path | None) -> Config:
     """Read a YAML config; None means the embedded defaults."""
     if path is None:
@@ -256,4 +303,4 @@ def load_config(path: Path | None) -> Config:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    return parse_config(data, str(path))
+    return read_instructions(parse_config(data, str(path)), path.parent)

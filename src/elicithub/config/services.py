@@ -131,6 +131,20 @@ class AgentConfig(Strict):
     """What other agents and MCP clients are told it does."""
     tools: list[str] | None = None
     """MCP server, A2A agent and agent ids; unset: every server and A2A agent (no delegation)."""
+    model: str | None = None
+    """The id of its model in `models:`; unset: the default model (`model:`)."""
+    instructions: str | None = None
+    """The system prompt of every request it makes."""
+    instructions_file: str | None = None
+    """A file holding its instructions instead (relative to the config file's folder)."""
+    max_steps: int = Field(default=8, ge=1, le=100)
+    """Model turns per run: past them the run stops, saying so."""
+
+    @model_validator(mode="after")
+    def _one_source_of_instructions(self) -> AgentConfig:
+        if self.instructions is not None and self.instructions_file is not None:
+            raise ValueError("instructions_file: give instructions or instructions_file, not both")
+        return self
 
 
 DEFAULT_AGENT = "assistant"

@@ -21,11 +21,50 @@ class RunStarted:
 
 @dataclass(frozen=True)
 class StepStarted:
-    """A model step begins: its text and tool calls follow (the AI SDK frames them with start-step/finish-step)."""
+    """A model step begins: its text and tool calls follow (the AI SDK frames them with start-step/finish-step).
+    `turn` names the model turn whose text streams live (runtime/live.py) and ends in its `ModelSaid`."""
+
+    turn: str = ""
 
 
 @dataclass(frozen=True)
 class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """Some of what a model thinks before it answers, as it comes (readers only: the log keeps `ModelSaid`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolInputDelta:
+    """Some of a tool call's arguments as the model writes them (readers only); the `ToolCall` event follows with
+    all of them."""
+
+    call_id: str
+    name: str
+    text: str
+    first: bool
+    """The call's first piece: its input starts here."""
+
+
+@dataclass(frozen=True)
+class ModelSaid:
+    """What a model turn said, written to the log once, when the turn ends: its readers got it piece by piece as
+    it streamed, and a reader that follows later gets what it has not seen of it (runtime/stream.py)."""
+
+    turn: str
+    text: str
+    reasoning: str = ""
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """What the model's request is doing now, shown like a tool's status (`Model gpt is busy; retrying in 3 s.`)."""
+
     text: str
 
 
@@ -84,6 +123,10 @@ StreamEvent = (
     RunStarted
     | StepStarted
     | TextDelta
+    | ReasoningDelta
+    | ToolInputDelta
+    | ModelSaid
+    | ModelStatus
     | ToolCall
     | ToolStatus
     | ToolCallFinished
@@ -201,6 +244,19 @@ class RunStartedJson(TypedDict):
 
 class StepStartedJson(TypedDict):
     type: Literal["step-started"]
+    turn: NotRequired[str]
+
+
+class ModelSaidJson(TypedDict):
+    type: Literal["model-said"]
+    turn: str
+    text: str
+    reasoning: NotRequired[str]
+
+
+class ModelStatusJson(TypedDict):
+    type: Literal["model-status"]
+    text: str
 
 
 class TextJson(TypedDict):
@@ -248,6 +304,8 @@ StoredEvent = (
     RunStartedJson
     | StepStartedJson
     | TextJson
+    | ModelSaidJson
+    | ModelStatusJson
     | ToolStartedJson
     | ToolStatusJson
     | ToolFinishedJson
@@ -264,9 +322,18 @@ def to_json(event: StreamEvent) -> StoredEvent:
     if isinstance(event, RunStarted):
         return {"type": "run-started", "messageId": event.message_id}
     if isinstance(event, StepStarted):
-        return {"type": "step-started"}
+        return {"type": "step-started", "turn": event.turn} if event.turn else {"type": "step-started"}
     if isinstance(event, TextDelta):
         return {"type": "text", "text": event.text}
+    if isinstance(event, ModelSaid):
+        said: ModelSaidJson = {"type": "model-said", "turn": event.turn, "text": event.text}
+        if event.reasoning:
+            said["reasoning"] = event.reasoning
+        return said
+    if isinstance(event, ModelStatus):
+        return {"type": "model-status", "text": event.text}
+    if isinstance(event, ReasoningDelta | ToolInputDelta):
+        raise TypeError(f"{type(event).__name__} passes to readers and is never logged")
     if isinstance(event, ToolCall):
         return {"type": "tool-started", "callId": event.call_id, "name": event.name, "arguments": event.arguments}
     if isinstance(event, ToolStatus):
@@ -315,7 +382,11 @@ def from_json(data: JsonObject) -> StreamEvent | None:
     if kind == "run-started":
         return RunStarted(data["messageId"])
     if kind == "step-started":
-        return StepStarted()
+        return StepStarted(data.get("turn", ""))
+    if kind == "model-said":
+        return ModelSaid(data["turn"], data["text"], data.get("reasoning", ""))
+    if kind == "model-status":
+        return ModelStatus(data["text"])
     if kind == "text":
         return TextDelta(data["text"])
     if kind == "tool-started":

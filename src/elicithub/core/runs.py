@@ -38,6 +38,10 @@ class Message(TypedDict, total=False):
     tool_calls: list[MessageToolCall]
     tool_call_id: str
     is_error: bool
+    reasoning: str
+    """An assistant message's thinking, as the model streamed it."""
+    reasoning_signature: str
+    """The provider's seal over that thinking, sent back unchanged (Anthropic)."""
 
 
 class ToolCallJson(TypedDict):

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 
 from elicithub import logfields, telemetry
 from elicithub.core.broker import Broker
+from elicithub.core.elicitation import new_id
 from elicithub.core.events import (
+    ModelSaid,
+    ModelStatus,
     RunFinished,
     RunStarted,
     StepStarted,
@@ -24,7 +27,8 @@ from elicithub.core.ports import ConversationStore, RunStore
 from elicithub.core.runs import ConversationRecord, Message, Pause, RunRecord, ToolCall, conversation_key, next_status
 from elicithub.runtime.asker import Asker, Emit
 from elicithub.runtime.histories import Histories
-from elicithub.runtime.models import Model, ToolSpec
+from elicithub.runtime.models import Model, ModelFailed, ModelRequest, ModelTurn, ToolSpec
+from elicithub.runtime.models.context import estimate_tokens, fit
 from elicithub.runtime.parking import Spot
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.tools import CallContext, Progress, RunChild, ToolOutcome, Tools, stopped_call
@@ -32,6 +36,15 @@ from elicithub.runtime.tools import CallContext, Progress, RunChild, ToolOutcome
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 8
+
+
+@dataclass(frozen=True)
+class AgentSetup:
+    """What an agent runs with: its model (None: the runner's default), its instructions, its turns per run."""
+
+    model: Model | None = None
+    instructions: str | None = None
+    max_steps: int = MAX_STEPS
 
 
 @dataclass(frozen=True)
@@ -120,8 +133,11 @@ class Runner:
         stream: RunStream,
         runs: RunStore,
         conversations: ConversationStore,
+        agents: Mapping[str, AgentSetup] | None = None,
     ) -> None:
         self.model = model
+        """The default model: an agent without one of its own runs on it."""
+        self.agents = dict(agents or {})
         self.tools = tools
         self.broker = broker
         self.stream = stream
@@ -203,28 +219,29 @@ class Runner:
         messages = list(record.messages)
         reason = "stop"
         stopped = False
+        setup = self.agents.get(record.agent, AgentSetup())
+        model = setup.model or self.model
         try:
             if resumed and record.tool_calls:
                 start = record.call_index
                 calls = record.tool_calls
                 record, stopped = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
-            for _ in range(MAX_STEPS):
+            for _ in range(setup.max_steps):
                 if stopped:  # while a call waited: no more calls, no more turns
                     reason = "superseded"
                     break
                 # Listed before each turn: a call may have connected a server whose tools were unknown.
                 specs = await self._list_tools(record, showing)
-                turn = await self.model.complete(messages, specs)
-                await emit(StepStarted())
-                if turn.text:
-                    await emit(TextDelta(turn.text))
-                if not turn.tool_calls:
-                    messages.append({"role": "assistant", "content": turn.text or ""})
+                request = ModelRequest(fitted(model, messages, setup.instructions, specs), specs, setup.instructions)
+                turn, cut = await self._turn(record, model, replace(request, agent=record.agent), emit)
+                if cut or not turn.tool_calls:
+                    messages.append(_assistant(turn))
+                    reason = "superseded" if cut else reason
                     break
                 if not await showing.active():
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
-                messages.append(_assistant_calls(turn.text, turn.tool_calls))
+                messages.append(_assistant(turn))
                 record, stopped = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
                 if stopped:
                     reason = "superseded"
@@ -233,11 +250,49 @@ class Runner:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
             raise
+        except ModelFailed as exc:
+            log.warning("run %s: %s", record.run_id, exc)
+            await emit(TextDelta(str(exc)))
+            reason = "error"
         except Exception as exc:
             log.exception("run %s failed", record.run_id)
             await emit(TextDelta(f"The run failed: {exc}"))
             reason = "error"
         return record, messages, reason
+
+    async def _turn(self, record: RunRecord, model: Model, request: ModelRequest, emit: Emit) -> tuple[ModelTurn, bool]:
+        """One model turn, streamed: its start goes on the log first, its pieces to readers as they come
+        (runtime/live.py), what it said on the log once it ends. Whether a stop cut it short (the text so far is
+        what it said)."""
+        key = conversation_key(record.user_id, record.conversation_id)
+        turn_id = new_id("turn")
+        live = self.stream.live.begin(key, record.run_id, turn_id)
+        started = asyncio.ensure_future(self.stream.append(key, record.run_id, StepStarted(turn_id)))
+        started.add_done_callback(lambda _: live.open())
+
+        async def status(text: str) -> None:
+            await emit(ModelStatus(text))
+
+        task = live.task = asyncio.ensure_future(model.turn(request, live, status))
+        if live.stopped:
+            live.stop()
+        cut = False
+        try:
+            await started
+            turn = await task
+        except asyncio.CancelledError:
+            outer = asyncio.current_task()
+            if not (live.stopped and task.cancelled()) or (outer is not None and outer.cancelling()):
+                task.cancel()
+                self.stream.live.drop(live)  # the run stays on record: a hub asks its model again
+                raise
+            turn, cut = ModelTurn(text=live.text or None, reasoning=live.reasoning), True
+        except BaseException:
+            await live.end()
+            raise
+        await emit(ModelSaid(turn_id, turn.text or "", turn.reasoning))
+        await live.end()
+        return turn, cut
 
     async def _list_tools(self, record: RunRecord, showing: Showing) -> list[ToolSpec]:
         """The tools the model may call now. Listing never asks anything: a server whose tools need the person's
@@ -350,16 +405,27 @@ def last_words(messages: list[Message]) -> str:
     return str(last.get("content") or "") if last is not None and last["role"] == "assistant" else ""
 
 
-def _assistant_calls(text: str | None, calls: list[ToolCall]) -> Message:
-    return {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": [
-            {
-                "id": c.call_id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-            }
-            for c in calls
-        ],
-    }
+def _assistant(turn: ModelTurn) -> Message:
+    """What a turn said, as the conversation keeps it."""
+    message: Message = {"role": "assistant", "content": turn.text if turn.tool_calls else turn.text or ""}
+    if turn.reasoning:
+        message["reasoning"] = turn.reasoning
+        if turn.reasoning_signature:
+            message["reasoning_signature"] = turn.reasoning_signature
+    if turn.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+            for c in turn.tool_calls
+        ]
+    return message
+
+
+def fitted(model: Model, messages: list[Message], instructions: str | None, tools: list[ToolSpec]) -> list[Message]:
+    """The newest of `messages` that fit the model's window, less its answer's room, the instructions and tools."""
+    window = model.context_tokens
+    if window is None:
+        return messages
+    fixed = estimate_tokens(instructions or "") + sum(
+        estimate_tokens(t.name + t.description + json.dumps(t.input_schema)) for t in tools
+    )
+    return fit(messages, window - model.max_tokens, fixed)

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 
 from elicithub.core.elicitation import Elicitation
-from elicithub.core.events import ElicitationResolved, Logged, RunFinished, StreamEvent, event_of
+from elicithub.core.events import (
+    ElicitationResolved,
+    Logged,
+    ModelSaid,
+    ReasoningDelta,
+    RunFinished,
+    StepStarted,
+    StreamEvent,
+    TextDelta,
+    ToolInputDelta,
+    event_of,
+)
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import EventLog
 from elicithub.core.runs import conversation_key
+from elicithub.runtime.live import LiveTurns, Piece
+from elicithub.store.casts import LocalCasts
 
 WAIT_S = 30.0
 """How long one read of the log blocks before it is made again (a reader's keep-alives go on meanwhile)."""
@@ -16,13 +31,18 @@ WAIT_S = 30.0
 class RunStream:
     """Writes each run's events to its conversation's log, tagged with the run, and follows one run's events."""
 
-    def __init__(self, log: EventLog) -> None:
+    def __init__(self, log: EventLog, live: LiveTurns | None = None) -> None:
         self.log = log
+        self.live = live if live is not None else LiveTurns(LocalCasts(), None, "", shared=False)
 
     async def emit(self, key: str, run_id: str, event: StreamEvent) -> None:
         """Written behind: the run goes on at once. What it stored before emitting (a pause, a question) is stored
         before any reader can see the event."""
         self.post(key, run_id, event)
+
+    async def append(self, key: str, run_id: str, event: StreamEvent) -> None:
+        """Written before this returns (after what was posted before it)."""
+        await self.log.append(key, Logged(run_id, event))
 
     def post(self, key: str, run_id: str, event: StreamEvent) -> None:
         """`emit`, from outside a coroutine."""
@@ -59,24 +79,152 @@ class RunStream:
         return None
 
     async def follow(self, key: str, run_id: str, after: int) -> AsyncIterator[tuple[int, StreamEvent]]:
-        """The run's events after position `after`, as they come, up to and including its RunFinished.
+        """The run's events after position `after`, as they come, up to and including its RunFinished; a model
+        turn's text piece by piece as it streams (each piece numbered with the position before it).
 
         An end of a question can be announced twice (by the instance that took the answer and by the one whose
         run waited); readers get the first.
         """
         announced: set[str] = set()
-        while True:
-            for seq, data in await self.log.wait(key, after, WAIT_S):
-                after = seq
-                if data.get("run") != run_id:
+        turns = _Turns(run_id)
+        with self.live.subscribe(key) as pieces:
+            # Subscribed first: what streams from now on comes on the queue, what streamed before is in the snapshot.
+            turns.hold(await self.live.snapshot(key, run_id))
+            waiting: asyncio.Future[list[tuple[int, JsonObject]]] | None = None
+            getting: asyncio.Future[Piece] | None = None
+            try:
+                caught_up = False
+                while True:
+                    if not caught_up:
+                        found = await self.log.read(key, after)
+                        if not found:
+                            caught_up = True
+                            for event in turns.caught_up():
+                                yield after, event
+                            continue
+                    else:
+                        if waiting is None:
+                            waiting = asyncio.ensure_future(self.log.wait(key, after, WAIT_S))
+                        if getting is None:
+                            getting = asyncio.ensure_future(pieces.get())
+                        await asyncio.wait((waiting, getting), return_when=asyncio.FIRST_COMPLETED)
+                        if getting.done():
+                            got = [getting.result()]
+                            getting = None
+                            while not pieces.empty():
+                                got.append(pieces.get_nowait())
+                            if turns.unknown(got):
+                                # A turn's start is on the log before its first piece streams: read up to it.
+                                for seq, event in await self._events(key, run_id, after, announced, turns):
+                                    after = seq
+                                    yield seq, event
+                                    if isinstance(event, RunFinished):
+                                        return
+                            for event in turns.pieces(got):
+                                yield after, event
+                            continue
+                        found = waiting.result()
+                        waiting = None
+                    for seq, event in self._own(found, after, run_id, announced, turns):
+                        after = seq
+                        yield seq, event
+                        if isinstance(event, RunFinished):
+                            return
+                    if found:
+                        after = max(after, found[-1][0])
+            finally:
+                for future in (waiting, getting):
+                    if future is not None:
+                        future.cancel()
+
+    async def _events(
+        self, key: str, run_id: str, after: int, announced: set[str], turns: _Turns
+    ) -> list[tuple[int, StreamEvent]]:
+        return list(self._own(await self.log.read(key, after), after, run_id, announced, turns))
+
+    @staticmethod
+    def _own(
+        found: list[tuple[int, JsonObject]], after: int, run_id: str, announced: set[str], turns: _Turns
+    ) -> Iterator[tuple[int, StreamEvent]]:
+        """The run's events among `found` past `after`, as its readers get them."""
+        for seq, data in found:
+            if seq <= after or data.get("run") != run_id:
+                continue
+            event = event_of(data)
+            if event is None:
+                continue
+            if isinstance(event, ElicitationResolved):
+                if event.elicitation_id in announced:
                     continue
-                event = event_of(data)
-                if event is None:
+                announced.add(event.elicitation_id)
+            for shown in turns.logged(event):
+                yield seq, shown
+
+
+class _Turns:
+    """One reader's view of a run's model turns: which have started (on the log) and ended, how much of each it
+    has read, and the pieces it holds until it has read their turn's start."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self._started: set[str] = set()
+        self._ended: set[str] = set()
+        self._read: dict[tuple[str, str], int] = {}
+        self._held: list[Piece] = []
+        self._caught_up = False
+
+    def hold(self, pieces: list[Piece]) -> None:
+        self._held.extend(pieces)
+
+    def unknown(self, pieces: list[Piece]) -> bool:
+        """Whether a piece of this run belongs to a turn whose start this reader has not read."""
+        return any(p.run_id == self.run_id and p.turn not in self._started | self._ended for p in pieces)
+
+    def caught_up(self) -> list[StreamEvent]:
+        """The reader has read the log to its end: a turn whose pieces it holds began before where it started."""
+        self._caught_up = True
+        held, self._held = self._held, []
+        return self.pieces(held)
+
+    def logged(self, event: StreamEvent) -> list[StreamEvent]:
+        """What a logged event shows: a turn's end shows what this reader has not read of it."""
+        if isinstance(event, StepStarted):
+            self._started.add(event.turn)
+            held = [p for p in self._held if p.turn == event.turn]
+            self._held = [p for p in self._held if p.turn != event.turn]
+            return [event, *self.pieces(held)]
+        if isinstance(event, ModelSaid):
+            self._ended.add(event.turn)
+            shown: list[StreamEvent] = []
+            reasoning = event.reasoning[self._read.get((event.turn, "reasoning"), 0) :]
+            text = event.text[self._read.get((event.turn, "text"), 0) :]
+            if reasoning:
+                shown.append(ReasoningDelta(reasoning))
+            if text:
+                shown.append(TextDelta(text))
+            return shown
+        return [event]
+
+    def pieces(self, pieces: list[Piece]) -> list[StreamEvent]:
+        shown: list[StreamEvent] = []
+        for piece in pieces:
+            if piece.run_id != self.run_id or piece.turn in self._ended:
+                continue
+            if piece.turn not in self._started:
+                if not self._caught_up:
+                    self._held.append(piece)
                     continue
-                if isinstance(event, ElicitationResolved):
-                    if event.elicitation_id in announced:
-                        continue
-                    announced.add(event.elicitation_id)
-                yield seq, event
-                if isinstance(event, RunFinished):
-                    return
+                self._started.add(piece.turn)  # its start was before where this reader began
+            slot = (piece.turn, piece.call_id or piece.kind)
+            read = self._read.get(slot, 0)
+            if piece.offset > read or (piece.offset + len(piece.text) <= read and (piece.text or read)):
+                continue  # a gap (the reader fell behind: the turn's end brings the rest), or read already
+            text = piece.text[read - piece.offset :]
+            self._read[slot] = piece.offset + len(piece.text)
+            if piece.kind == "text":
+                shown.append(TextDelta(text))
+            elif piece.kind == "reasoning":
+                shown.append(ReasoningDelta(text))
+            else:
+                shown.append(ToolInputDelta(piece.call_id, piece.name, text, first=read == 0 and piece.offset == 0))
+        return shown

@@ -32,7 +32,8 @@ from elicithub.runtime.approvers import Answerable, ApprovalNotices
 from elicithub.runtime.audit import AuditLog
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.inbox import Inbox, InboxSink
-from elicithub.runtime.loop import Runner
+from elicithub.runtime.live import LiveTurns
+from elicithub.runtime.loop import AgentSetup, Runner
 from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter, Trigger
 from elicithub.runtime.stream import RunStream
@@ -96,14 +97,17 @@ class Hub:
         self.keys = keys if keys is not None else load_keys(config.secrets)
         self.backend = backend or configured_backend(config)
         self.store = self.backend.elicitations
-        self.stream = RunStream(self.backend.events)
         self.metrics = Metrics(config.metrics.enabled)
+        self.live = LiveTurns(self.backend.casts, self.backend.kv, self.instance, self.backend.shared)
+        """Model turns as they stream, to this hub's readers and other hubs'."""
+        self.stream = RunStream(self.backend.events, self.live)
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.inbox = Inbox(self.backend.events, self.store)
         """Every person's inbox: the questions shown and ended, on whichever hub, on one shared log."""
         sink = InboxSink(self.stream, self.inbox)
         self.broker = Broker(self.store, sink, durable=self.backend.durable, counts=self.metrics)
-        self.model = model if model is not None else create_model(config.model)
+        self.model = model if model is not None else create_model(config.default_model(), self.metrics)
+        self.agent_setups = self._agent_setups(model)
         self.streams = OpenStreams()
         """The chat streams being written; a shutdown ends them at once."""
         self._build_credentials()
@@ -114,6 +118,20 @@ class Hub:
         self._sweeper: asyncio.Task[None] | None = None
         self.draining = False
         """Told to stop (SIGTERM): not ready for new traffic, still serving what comes for `server.drain_s`."""
+
+    def _agent_setups(self, given: Model | None) -> dict[str, AgentSetup]:
+        """Each agent's model (None: the default; one object per `models:` entry, shared by the agents on it; a
+        model given to the hub runs every agent), instructions and turns per run."""
+        config = self.config
+        made: dict[str, Model] = {}
+        setups = {}
+        for agent in config.agents:
+            model = None
+            if given is None and agent.model is not None and agent.model != config.model:
+                entry = config.model_of(agent)
+                model = made.get(agent.model) or made.setdefault(agent.model, create_model(entry, self.metrics))
+            setups[agent.id] = AgentSetup(model, agent.instructions, agent.max_steps)
+        return setups
 
     def _build_credentials(self) -> None:
         """What the hub keeps of people's credentials and sign-ins: the vault, signed links, the OAuth client."""
@@ -170,7 +188,15 @@ class Hub:
             *(DelegateTrigger(agent, self.backend.runs) for agent in config.agents),
         ]
         self.tools = ToolRouter([approvals.wrap(t) for t in triggers], {a.id: a.tools for a in config.agents})
-        runner = Runner(self.model, self.tools, self.broker, self.stream, self.backend.runs, self.backend.conversations)
+        runner = Runner(
+            self.model,
+            self.tools,
+            self.broker,
+            self.stream,
+            self.backend.runs,
+            self.backend.conversations,
+            self.agent_setups,
+        )
         self.conversations = Conversations(
             self.backend, self.broker, runner, self.stream, self.instance, groups=config.groups
         )
@@ -288,6 +314,7 @@ class Hub:
 
     async def start(self) -> None:
         await self.backend.open()
+        await self.live.start()
         await self.broker.start()
         if self.oidc is not None:
             await self.oidc.start()

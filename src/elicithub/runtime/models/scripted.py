@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 from elicithub.core.runs import Message, ToolCall
-from elicithub.runtime.models.seam import ModelTurn, ToolSpec, Unreadable, callable_name, read_arguments
+from elicithub.runtime.models.seam import Completing, ModelTurn, ToolSpec, Unreadable, callable_name, read_arguments
 
 _CALL = re.compile(r"^/call\s+(?P<name>[A-Za-z][\w-]*\.[\w.-]+)\s*(?P<args>.*)$", re.DOTALL)
 
 
-class ScriptedModel:
+class ScriptedModel(Completing):
     """The scripted model (docs/concepts.md): `/call SERVER.TOOL {json}` calls a tool; tool results are echoed
     back."""
 

@@ -26,12 +26,70 @@ class ToolSpec:
 class ModelTurn:
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str = ""
+    """What the model thought before it answered (shown as it came; not sent back to it)."""
+    reasoning_signature: str | None = None
+    """The provider's seal over that thinking, which it needs back unchanged in the next request (Anthropic)."""
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One request of a run's turn: the agent's instructions, the conversation as it fits the window, the tools."""
+
+    messages: list[Message]
+    tools: list[ToolSpec]
+    instructions: str | None = None
+    agent: str = "assistant"
+    """Whose request it is (the `agent` label of the usage metrics)."""
+
+
+class Sink(Protocol):
+    """Where a turn's pieces go as the model streams them (runtime/live.py's Turn)."""
+
+    def add_text(self, delta: str) -> None: ...
+
+    def add_reasoning(self, delta: str) -> None: ...
+
+    def add_tool_input(self, call_id: str, name: str, delta: str) -> None: ...
+
+
+class Status(Protocol):
+    """Says what the request does now, on the run's stream (a retry and its wait)."""
+
+    async def __call__(self, text: str) -> None: ...
 
 
 class Model(Protocol):
+    """The one seam: a turn streams its pieces into `sink` and returns what the model said in all. Cancelling it
+    closes the provider's stream."""
+
     name: str
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn: ...
+    @property
+    def context_tokens(self) -> int | None:
+        """The model's window, which each request fits (runtime/models/context.py); None: no limit."""
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens one answer may have: kept free in the window."""
+
+    async def turn(self, request: ModelRequest, sink: Sink, status: Status) -> ModelTurn: ...
+
+
+class Completing:
+    """A model that answers a turn whole (the scripted one, and tests' models): its text is one piece."""
+
+    name = "completing"
+    context_tokens: int | None = None
+    max_tokens = 0
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn:
+        raise NotImplementedError
+
+    async def turn(self, request: ModelRequest, sink: Sink, status: Status) -> ModelTurn:
+        turn = await self.complete(request.messages, request.tools)
+        sink.add_text(turn.text or "")
+        return turn
 
 
 class Unreadable(HubError):
@@ -57,3 +115,20 @@ def callable_name(name: str, tools: list[ToolSpec]) -> bool:
     """A listed tool, or any tool of a server that stands in with `SERVER.connect` (the call asks the sign-in)."""
     prefix = name.partition(".")[0]
     return any(t.name == name or (t.stands_in and t.name == f"{prefix}.connect") for t in tools)
+
+
+class Unseen:
+    """A sink nobody reads: a turn asked for its whole answer alone (an MCP server's sampling request)."""
+
+    def add_text(self, delta: str) -> None:
+        pass
+
+    def add_reasoning(self, delta: str) -> None:
+        pass
+
+    def add_tool_input(self, call_id: str, name: str, delta: str) -> None:
+        pass
+
+
+async def unshown(text: str) -> None:
+    """A status nobody reads."""

@@ -29,6 +29,7 @@ from elicithub.protocol.mcp_rounds import RoundsExceeded, drive_rounds
 from elicithub.protocol.mcp_task_requests import TasksClientExtension
 from elicithub.protocol.mcp_tasks import TaskHandle
 from elicithub.runtime.models import Model, ToolSpec
+from elicithub.runtime.models.seam import ModelRequest, Unseen, unshown
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.triggers.credentials import CredentialGate, CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
@@ -334,7 +335,7 @@ class McpServerTrigger:
             blocks = message.content if isinstance(message.content, list) else [message.content]
             text = "\n".join(b.text for b in blocks if isinstance(b, mt.TextContent))
             messages.append({"role": message.role, "content": text})
-        turn = await self.sampler.complete(messages, [])
+        turn = await self.sampler.turn(ModelRequest(messages, []), Unseen(), unshown)
         return mt.CreateMessageResult(
             role="assistant",
             content=mt.TextContent(type="text", text=turn.text or ""),
