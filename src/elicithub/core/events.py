@@ -59,6 +59,16 @@ class ModelSaid:
     turn: str
     text: str
     reasoning: str = ""
+    usage: TokenUsage | None = None
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens one model request read and wrote; readers get it after the turn's text (the OpenAI surface's
+    `usage` chunk adds them up)."""
+
+    input_tokens: int
+    output_tokens: int
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,7 @@ StreamEvent = (
     | ReasoningDelta
     | ToolInputDelta
     | ModelSaid
+    | TokenUsage
     | ModelStatus
     | ToolCall
     | ToolStatus
@@ -252,6 +263,8 @@ class ModelSaidJson(TypedDict):
     turn: str
     text: str
     reasoning: NotRequired[str]
+    usage: NotRequired[list[int]]
+    """[input tokens, output tokens]"""
 
 
 class ModelStatusJson(TypedDict):
@@ -329,10 +342,12 @@ def to_json(event: StreamEvent) -> StoredEvent:
         said: ModelSaidJson = {"type": "model-said", "turn": event.turn, "text": event.text}
         if event.reasoning:
             said["reasoning"] = event.reasoning
+        if event.usage is not None:
+            said["usage"] = [event.usage.input_tokens, event.usage.output_tokens]
         return said
     if isinstance(event, ModelStatus):
         return {"type": "model-status", "text": event.text}
-    if isinstance(event, ReasoningDelta | ToolInputDelta):
+    if isinstance(event, ReasoningDelta | ToolInputDelta | TokenUsage):
         raise TypeError(f"{type(event).__name__} passes to readers and is never logged")
     if isinstance(event, ToolCall):
         return {"type": "tool-started", "callId": event.call_id, "name": event.name, "arguments": event.arguments}
@@ -384,7 +399,8 @@ def from_json(data: JsonObject) -> StreamEvent | None:
     if kind == "step-started":
         return StepStarted(data.get("turn", ""))
     if kind == "model-said":
-        return ModelSaid(data["turn"], data["text"], data.get("reasoning", ""))
+        usage = data.get("usage")
+        return ModelSaid(data["turn"], data["text"], data.get("reasoning", ""), TokenUsage(*usage) if usage else None)
     if kind == "model-status":
         return ModelStatus(data["text"])
     if kind == "text":

@@ -108,7 +108,7 @@ class Conversations:
         )
         record, superseded = await add_message(self.backend, self.runner.histories, new)
         if superseded is not None:
-            await self._supersede(superseded)
+            await self._supersede(key, superseded)
         run = RunRecord(
             run_id,
             conversation_id,
@@ -306,17 +306,21 @@ class Conversations:
             stopped = replace(current, active_run_id=None, version=current.version + 1, updated_at=time.time())
             if await self.backend.conversations.put(stopped, current.version):
                 break
-        await self._supersede(run_id)
+        await self._supersede(key, run_id)
         return True
 
-    async def _supersede(self, run_id: str) -> None:
-        """The person moved on: the questions the earlier run waits on are cancelled, wherever it runs, and so are
-        those of the runs it delegated to, down the chain (each waits inside its parent's call). Each run then
-        ends: its call gets the cancellation, and it makes no more calls once it is no longer the active run."""
+    async def _supersede(self, key: str, run_id: str) -> None:
+        """The person moved on: a model turn the earlier run streams ends at once (its request closed), the
+        questions it waits on are cancelled, wherever it runs, and so are those of the runs it delegated to, down
+        the chain (each waits inside its parent's call). Each run then ends: its call gets the cancellation, and
+        it makes no more calls once it is no longer the active run."""
+        self.stream.live.stop(key, run_id)
         run = await self.backend.runs.get(run_id, messages=False)
         while run is not None and run.pause is not None:
             await self.broker.cancel(list(run.pause.elicitation_ids.values()))
             child = run.pause.child_run_id
+            if child is not None:
+                self.stream.live.stop(key, child)
             run = None if child is None else await self.backend.runs.get(child, messages=False)
 
     async def _follow(self, key: str, run_id: str, after: int, kind: str) -> Followed:

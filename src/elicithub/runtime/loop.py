@@ -290,7 +290,7 @@ class Runner:
         except BaseException:
             await live.end()
             raise
-        await emit(ModelSaid(turn_id, turn.text or "", turn.reasoning))
+        await emit(ModelSaid(turn_id, turn.text or "", turn.reasoning, turn.usage))
         await live.end()
         return turn, cut
 

@@ -202,6 +202,8 @@ class _Turns:
                 shown.append(ReasoningDelta(reasoning))
             if text:
                 shown.append(TextDelta(text))
+            if event.usage is not None:
+                shown.append(event.usage)
             return shown
         return [event]
 

@@ -147,8 +147,9 @@ class Wire:
         model = body.model or self.hub.model.name
         message = _openai_text(last.content)
         conversation_id = request.headers.get("x-conversation-id")
+        usage = body.stream_options is not None and body.stream_options.include_usage
         return await self._chat(
-            caller, conversation_id, message, lambda _: OpenAIChunkWriter(model), {}, history, agent=body.model
+            caller, conversation_id, message, lambda _: OpenAIChunkWriter(model, usage), {}, history, agent=body.model
         )
 
     async def _ui_chat(self, request: Request) -> Response:

@@ -41,12 +41,21 @@ class ChatMessage(BaseModel):
     content: str | list[JsonObject] | JsonObject | None = None
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = Field(
+        default=False, description="Add a last chunk (`choices: []`) with the tokens the run's model requests used."
+    )
+
+
 class ChatCompletionsBody(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1, description="The last message must be the user's.")
     stream: Literal[True] = Field(description="This endpoint only streams.")
+    stream_options: StreamOptions | None = None
 
 
 class UIMessage(BaseModel):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from elicithub.core import jsoncodec
+from elicithub.core.events import TokenUsage
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message, ToolCall
 from elicithub.errors import HubError
@@ -30,6 +31,8 @@ class ModelTurn:
     """What the model thought before it answered (shown as it came; not sent back to it)."""
     reasoning_signature: str | None = None
     """The provider's seal over that thinking, which it needs back unchanged in the next request (Anthropic)."""
+    usage: TokenUsage | None = None
+    """The tokens the request read and wrote, as the provider counted them (None: the model does not say)."""
 
 
 @dataclass(frozen=True)

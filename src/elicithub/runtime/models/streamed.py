@@ -7,11 +7,13 @@ import asyncio
 import logging
 import random
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from elicithub import telemetry
 from elicithub.config import ModelEntry
 from elicithub.core import jsoncodec
+from elicithub.core.events import TokenUsage
 from elicithub.core.runs import ToolCall
 from elicithub.errors import HubError
 from elicithub.runtime.models import providers
@@ -92,7 +94,7 @@ class ProviderModel:
             self._count("ok")
             if self._meter is not None:
                 self._meter.model_tokens(self.name, request.agent, usage.input_tokens, usage.output_tokens)
-            return _turn(response, request)
+            return replace(_turn(response, request), usage=TokenUsage(usage.input_tokens, usage.output_tokens))
 
     async def _request(self, request: ModelRequest, streamed: _Streamed, started: float) -> ModelResponse:
         from pydantic_ai.direct import model_request_stream

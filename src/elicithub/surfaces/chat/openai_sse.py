@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from elicithub.core.elicitation import new_id
 from elicithub.core.events import (
@@ -12,6 +12,7 @@ from elicithub.core.events import (
     RunFinished,
     StreamEvent,
     TextDelta,
+    TokenUsage,
     asked_event,
     framed,
     resolved_event,
@@ -32,14 +33,21 @@ class Choice(TypedDict):
     finish_reason: Literal["stop"] | None
 
 
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
 class Chunk(TypedDict):
-    """A `chat.completion.chunk`, as the hub writes one (one choice)."""
+    """A `chat.completion.chunk`, as the hub writes one (one choice; none in the last, usage, chunk)."""
 
     id: str
     object: Literal["chat.completion.chunk"]
     created: int
     model: str
     choices: list[Choice]
+    usage: NotRequired[Usage]
 
 
 def _content(event: Any) -> str:
@@ -51,10 +59,12 @@ class OpenAIChunkWriter:
     event_ids = False
     ended = False
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, usage: bool = False) -> None:
         self.id = new_id("chatcmpl")
         self.model = model
         self.created = int(time.time())
+        self.usage: Usage | None = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0} if usage else None
+        """What the run's model requests used so far, when the request asked for it (`stream_options`)."""
 
     def _chunk(self, delta: Delta, finish_reason: Literal["stop"] | None = None) -> str:
         chunk: Chunk = {
@@ -78,10 +88,26 @@ class OpenAIChunkWriter:
         if isinstance(event, ElicitationResolved):
             resolved = resolved_event(event.elicitation_id, event.outcome, event.answered_by)
             return [self._chunk({"content": framed(event, "openai", lambda: _content(resolved))})]
+        if isinstance(event, TokenUsage):
+            if self.usage is not None:
+                self.usage["prompt_tokens"] += event.input_tokens
+                self.usage["completion_tokens"] += event.output_tokens
+                self.usage["total_tokens"] += event.input_tokens + event.output_tokens
+            return []
         if isinstance(event, RunFinished):
             return self.end()
         # Tool calls run inside the hub; an OpenAI client only sees their results through the model's text.
         return []
 
     def end(self) -> list[str]:
-        return [self._chunk({}, "stop"), DONE]
+        if self.usage is None:
+            return [self._chunk({}, "stop"), DONE]
+        last: Chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": self.usage,
+        }
+        return [self._chunk({}, "stop"), dumps_event(last), DONE]
