@@ -3,6 +3,7 @@ every hub that points at it, with LISTEN/NOTIFY for cross-instance wake-ups."""
 
 from __future__ import annotations
 
+from elicithub.store.postgres.casts import PostgresCasts
 from elicithub.store.postgres.conversations import PostgresConversations
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.postgres.elicitations import PostgresElicitations
@@ -29,6 +30,7 @@ class PostgresBackend:
         self.conversations = PostgresConversations(self._db)
         self.kv = PostgresKv(self._db)
         self.events = PostgresEvents(self._db, events_max_len)
+        self.casts = PostgresCasts(self._db)
 
     async def open(self) -> None:
         await self._db.pool()
@@ -51,5 +53,6 @@ class PostgresBackend:
             await connection.close()
 
     async def close(self) -> None:
+        await self.casts.close()
         await self.events.close()
         await self._db.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from elicithub.errors import StoreUnusable
+from elicithub.store.redis.casts import RedisCasts
 from elicithub.store.redis.client import connect
 from elicithub.store.redis.conversations import RedisConversations
 from elicithub.store.redis.elicitations import RedisElicitations
@@ -32,6 +33,7 @@ class RedisBackend:
         self.events = RedisEvents(self._redis, url, events_max_len, retention_s)
         self.conversations = RedisConversations(self._redis, retention_s, self.events)
         self.kv = RedisKv(self._redis)
+        self.casts = RedisCasts(self._redis)
 
     async def open(self) -> None:
         """Refuse a Redis that may evict keys: a pending question or a token would vanish without a trace."""
@@ -54,5 +56,6 @@ class RedisBackend:
         return None
 
     async def close(self) -> None:
+        await self.casts.close()  # first: the client it sends on closes with the elicitations
         await self.events.close()
         await self.elicitations.close()
