@@ -334,17 +334,17 @@ def _check_store(config: Config) -> None:
         raise typer.Exit(2) from None
 
 
-def main() -> None:
-    app()
-
-
-if __name__ == "__main__":
-    main()
-
-
 def _model_name(config: Config) -> str:
     """The default model as `serve` and `config check` name it."""
     model = config.default_model()
     if isinstance(model, ModelEntry):
         return f"{model.id} ({model.provider} {model.model})"
     return model.kind + (f" ({model.model})" if model.model else "")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
