@@ -151,11 +151,24 @@ def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
 
     # The demo's approval policy: the group ops approves a rollback, and the dev user, its member, may approve their
     # own. Then the release server (2025-11-25) sends elicitation/create while the call is open.
+    page.get_by_role("button", name="New conversation").click()
     say(page, ROLLBACK)
     approval = page.locator(".prompt", has_text="dev asks to call release.rollback. Approve this call?")
-    approval.get_by_label("Approve this call").check()
-    approval.get_by_role("button", name="Submit").click()
-    expect_closed(approval, "accepted")
+    # The card the inbox shows: who asks, the tool, the deadline, the arguments shown, a reason, Approve and Deny.
+    about = approval.locator(".prompt-about dd")
+    expect(about).to_have_count(3)
+    expect(about.nth(0)).to_have_text("dev")
+    expect(about.nth(1)).to_have_text("release.rollback")
+    assert json.loads(approval.locator(".prompt-arguments").inner_text()) == {"service": "orders"}
+    assert [b.strip() for b in approval.get_by_role("button").all_inner_texts()] == ["Approve", "Deny"]
+    expect(approval.get_by_label("Approve this call")).to_have_count(0)
+    reason = approval.get_by_label("Reason")
+    reason.fill("the canary is failing")
+    reason.blur()
+    snapshot(page, "demo-approval.png", "approval.png")
+    approval.get_by_role("button", name="Approve").click()
+    expect(approval.locator(".status")).to_have_text("Approved")
+    expect(approval.get_by_role("button", name="Approve")).to_be_disabled()
     rollback = page.locator(".prompt", has_text="Roll orders back to the previous release?")
     rollback.get_by_label("Roll back to the previous release").check()
     rollback.get_by_role("button", name="Submit").click()
