@@ -1,14 +1,16 @@
-"""The hub's composition: with the demo on, the demo adds its servers and agents beside one's own, never hiding any;
-and its sweep, which forgets idle conversations."""
+"""The hub's composition: with the demo on, the demo adds its servers, agents and admin beside one's own, never hiding
+any; and its sweep, which forgets idle conversations."""
 
 from __future__ import annotations
 
 import re
 
+import httpx
+
 from tests.conftest import HubFactory, McpProcess, RunningHub
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
+from tests.triggers.approving import PEOPLE, Requester, answer
 from tests.triggers.approving import USERS as PEOPLE_USERS
-from tests.triggers.approving import Requester, answer
 
 
 def said(hub: RunningHub, conversation_id: str, message: str) -> str:
@@ -73,3 +75,11 @@ def test_with_the_demo_on_a_rollback_first_asks_the_ops_groups_approval_which_th
         assert answer(hub.url, "dev", confirm["elicitationId"], content={"confirm": True}).status_code == 200
         rest = person.rest()
     assert text_of(rest) == "Rolled orders back to the previous release."
+
+
+def test_with_the_demo_on_its_dev_user_is_an_admin_beside_the_configured_ones(make_hub: HubFactory) -> None:
+    hub = make_hub(demo={"enabled": True, "dev_user": "dev"}, users=PEOPLE_USERS, admins=["carol"])
+    assert hub.hub.config.admins == ["carol", "dev"]
+    for user, status in (("dev", 200), ("carol", 200), ("bob", 403)):
+        headers = {"authorization": f"Bearer {PEOPLE[user]}"}
+        assert httpx.get(f"{hub.url}/run/api/admin/questions", headers=headers).status_code == status, user

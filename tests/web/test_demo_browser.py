@@ -30,6 +30,7 @@ MIGRATE = '/call deploy.migrate {"database": "orders-db"}'
 LIST_ISSUES = "/call tracker.list_issues {}"
 ISSUES = "You have 3 issues:"
 DEFAULT_PORT = 8700
+ANY = re.compile(r".*")
 KEEP_POPUPS_OPEN = """
 if (location.pathname === "/") {
   const open = window.open.bind(window);
@@ -151,11 +152,24 @@ def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
 
     # The demo's approval policy: the group ops approves a rollback, and the dev user, its member, may approve their
     # own. Then the release server (2025-11-25) sends elicitation/create while the call is open.
+    page.get_by_role("button", name="New conversation").click()
     say(page, ROLLBACK)
     approval = page.locator(".prompt", has_text="dev asks to call release.rollback. Approve this call?")
-    approval.get_by_label("Approve this call").check()
-    approval.get_by_role("button", name="Submit").click()
-    expect_closed(approval, "accepted")
+    # The card the inbox shows: who asks, the tool, the deadline, the arguments shown, a reason, Approve and Deny.
+    about = approval.locator(".prompt-about dd")
+    expect(about).to_have_count(3)
+    expect(about.nth(0)).to_have_text("dev")
+    expect(about.nth(1)).to_have_text("release.rollback")
+    assert json.loads(approval.locator(".prompt-arguments").inner_text()) == {"service": "orders"}
+    assert [b.strip() for b in approval.get_by_role("button").all_inner_texts()] == ["Approve", "Deny"]
+    expect(approval.get_by_label("Approve this call")).to_have_count(0)
+    reason = approval.get_by_label("Reason")
+    reason.fill("the canary is failing")
+    reason.blur()
+    snapshot(page, "demo-approval.png", "approval.png")
+    approval.get_by_role("button", name="Approve").click()
+    expect(approval.locator(".status")).to_have_text("Approved")
+    expect(approval.get_by_role("button", name="Approve")).to_be_disabled()
     rollback = page.locator(".prompt", has_text="Roll orders back to the previous release?")
     rollback.get_by_label("Roll back to the previous release").check()
     rollback.get_by_role("button", name="Submit").click()
@@ -163,6 +177,36 @@ def test_the_demo_signs_in_by_itself_and_its_forms_finish_their_tool_calls(
         "Rolled orders back to the previous release."
     )
     expect_closed(rollback, "accepted")
+
+
+def test_the_inbox_and_the_admins_page_opened_first_sign_the_dev_user_in_and_the_dev_user_is_an_admin(
+    demo: DemoHub, new_context: NewContext, context: BrowserContext
+) -> None:
+    chat = open_widget(context, demo.url)
+    say(chat, ROLLBACK)
+    shown = chat.locator(".prompt", has_text="dev asks to call release.rollback. Approve this call?")
+    expect(shown).to_have_attribute("data-state", "pending")
+
+    # Another browser, never on the chat page: the admin's page signs it in as the dev user, an admin.
+    admin = new_context(viewport={"width": 1100, "height": 420}).new_page()
+    admin.goto(f"{demo.url}/admin")
+    expect(admin.locator("#who")).to_have_text("Signed in as dev")
+    row = admin.locator("#questions tbody tr", has_text="rollback")
+    expect(row.locator("td")).to_have_text([ANY, "dev", "chat", "approval", "release", "rollback", "form", ANY, ANY])
+
+    # And another: the inbox signs it in as the dev user too, and shows the approval as the chat's card.
+    inbox = new_context(viewport={"width": 1000, "height": 700}).new_page()
+    inbox.goto(f"{demo.url}/inbox")
+    expect(inbox.locator("#who")).to_have_text("Signed in as dev")
+    item = inbox.locator("#items .item", has_text="dev asks to call release.rollback. Approve this call?")
+    expect(item.locator(".prompt-about dd").nth(1)).to_have_text("release.rollback")
+    item.get_by_label("Reason").fill("from the inbox")
+    item.get_by_role("button", name="Approve").click()
+    expect(item).to_have_count(0)
+    expect(shown.locator(".status")).to_have_text("Answered")
+    expect(chat.locator(".prompt", has_text="Roll orders back to the previous release?")).to_have_attribute(
+        "data-state", "pending"
+    )
 
 
 def test_the_tracker_is_connected_in_a_consent_popup_and_then_answers_without_asking(

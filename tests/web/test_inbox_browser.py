@@ -89,11 +89,11 @@ def test_carol_sees_alices_call_as_it_comes_and_approves_it_in_place(
     item = carol.locator("#items .item")
     expect(item).to_have_count(1)  # live: the page was not reloaded
     expect(item.locator(".prompt-message")).to_have_text("alice asks to call ops.restart. Approve this call?")
-    about = item.locator(".item-about dd")
+    about = item.locator(".prompt-about dd")
     expect(about.nth(0)).to_have_text("alice")
     expect(about.nth(1)).to_have_text("ops.restart")
     expect(about.nth(2).locator("time")).to_have_attribute("datetime", listed(approvals_hub, "carol")[0]["expiresAt"])
-    arguments = json.loads(item.locator(".item-arguments").inner_text())
+    arguments = json.loads(item.locator(".prompt-arguments").inner_text())
     assert arguments == {"service": "orders", "replicas": 2}
     expect(carol.locator("#status")).to_have_text("1 question to answer")
     expect(item.get_by_label("Replicas")).to_have_value("2")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from itsdangerous import URLSafeTimedSerializer
 
 from elicithub.server.identity import SESSION_COOKIE
+from tests.auth.oidc_provider import OidcProvider, oidc_provider
 from tests.conftest import HubFactory, RunningHub
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 from tests.web.conftest import session_cookie
@@ -54,9 +57,39 @@ def test_demo_signs_the_dev_user_in_with_a_session_cookie(make_hub: HubFactory) 
     assert "set-cookie" not in httpx.get(f"{hub.url}/", cookies=cookies).headers
 
 
+def test_the_demo_signs_the_dev_user_in_on_the_inbox_and_the_admins_page_as_on_the_chat(make_hub: HubFactory) -> None:
+    hub = make_hub(demo={"enabled": True})
+    for path in ("/inbox", "/admin"):
+        page = httpx.get(f"{hub.url}{path}")
+        assert page.status_code == 200, path
+        cookies = {SESSION_COOKIE: page.cookies[SESSION_COOKIE]}
+        assert me(hub, cookies=cookies).json() == {"user": "dev"}, path
+        assert "set-cookie" not in httpx.get(f"{hub.url}{path}", cookies=cookies).headers, path
+        # A client with a bearer token is not a browser to sign in.
+        assert "set-cookie" not in httpx.get(f"{hub.url}{path}", headers={"authorization": "Bearer x"}).headers
+        # The demo's dev user is an admin of the hub.
+        assert httpx.get(f"{hub.url}/run/api/admin/questions", cookies=cookies).status_code == 200, path
+
+
 def test_without_demo_the_page_sets_no_cookie_and_nobody_is_signed_in(hub: RunningHub) -> None:
-    assert "set-cookie" not in httpx.get(f"{hub.url}/").headers
+    for path in ("/", "/inbox", "/admin"):
+        assert "set-cookie" not in httpx.get(f"{hub.url}{path}").headers, path
     assert me(hub).json() == {"user": None}
+
+
+@pytest.fixture
+def oidc() -> Iterator[OidcProvider]:
+    with oidc_provider() as provider:
+        yield provider
+
+
+def test_with_an_identity_provider_no_page_signs_the_dev_user_in(oidc: OidcProvider, make_hub: HubFactory) -> None:
+    hub = make_hub(demo={"enabled": True}, auth={"oidc": oidc.config()})
+    for path in ("/", "/inbox", "/admin"):
+        page = httpx.get(f"{hub.url}{path}")
+        assert page.status_code == 200, path
+        assert "set-cookie" not in page.headers, path
+    assert me(hub).json() == {"user": None, "signIn": f"{hub.url}/auth/sign-in"}
 
 
 def test_a_forged_or_garbled_cookie_is_anonymous_not_an_error(make_hub: HubFactory) -> None:

@@ -92,7 +92,7 @@ class DemoConfig(Strict):
     enabled: bool = False
     """Whether the demo runs (its tools join the assistant's)."""
     dev_user: str = Field(default="dev", min_length=1)
-    """Who the widget signs a browser without a session in as."""
+    """Who the hub's pages sign a browser without a session in as (not with `auth.oidc`); an admin of the hub."""
     servers_host: str | None = Field(default=None, pattern=r"^[^\s/:]+$")
     """Where `elicithub demo servers` runs them, a service of their own (hubs sharing a store must share them too);
     unset: each hub runs its own on loopback."""

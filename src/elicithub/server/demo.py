@@ -1,5 +1,5 @@
-"""The built-in demo as a hub runs it: its servers, agents and approval policy added to the config, their ports
-bound when the hub is built and served when it starts."""
+"""The built-in demo as a hub runs it: its servers, agents, approval policy and admin added to the config, the servers'
+ports bound when the hub is built and served when it starts."""
 
 from __future__ import annotations
 
@@ -37,9 +37,10 @@ class HubDemo:
         self._running: contextlib.AsyncExitStack | None = None
 
     def configure(self, config: Config) -> Config:
-        """The config with the demo's servers, its A2A agent and (unless agents are configured) its agents, whose
-        assistant has the configured servers' tools too. Their ports are chosen now so the bridge knows their URLs;
-        a configured id takes precedence over a demo one. With `demo.servers_host` the servers run elsewhere."""
+        """The config with the demo's servers, its A2A agent, (unless agents are configured) its agents, whose
+        assistant has the configured servers' tools too, and its dev user among the admins. The servers' ports are
+        chosen now so the bridge knows their URLs; a configured id takes precedence over a demo one. With
+        `demo.servers_host` the servers run elsewhere."""
         host = config.demo.servers_host
         if host is None:
             host = DEMO_HOST
@@ -54,12 +55,15 @@ class HubDemo:
         travel = demo_a2a_entries(base_url(host, ports[3]))
         a2a = [*[A2aAgentConfig.model_validate(e) for e in travel if e["id"] not in taken], *config.a2a_agents]
         update: dict[str, Any] = {"mcp_servers": servers, "a2a_agents": a2a}
+        dev = config.demo.dev_user
+        # Whoever tries the demo (a browser the demo signs in as its dev user) sees the admin's page too.
+        update["admins"] = config.admins if dev in config.admins else [*config.admins, dev]
         agents = demo_agents([s.id for s in config.mcp_servers] + [a.id for a in config.a2a_agents])
         if config.agents == Config().agents and not taken & {"travel", *(a["id"] for a in agents)}:
             update["agents"] = [AgentConfig.model_validate(a) for a in agents]
         if not config.approvals and "release" not in taken and "ops" not in config.groups:
             update["approvals"] = [ApprovalPolicy.model_validate(DEMO_APPROVAL)]
-            update["groups"] = {**config.groups, "ops": [config.demo.dev_user]}
+            update["groups"] = {**config.groups, "ops": [dev]}
         return config.model_copy(update=update)
 
     async def start(self) -> None:

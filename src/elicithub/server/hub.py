@@ -39,6 +39,7 @@ from elicithub.runtime.router import ToolRouter, Trigger
 from elicithub.runtime.stream import RunStream
 from elicithub.server.admins import Admins
 from elicithub.server.demo import HubDemo
+from elicithub.server.dev_sign_in import DevSignIn
 from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.store import configured_backend
@@ -247,10 +248,18 @@ class Hub:
         """The pages the hub hosts: admin, audit, inbox, and the sign-in a url-mode question links to."""
         config, oidc = self.config, self.config.auth.oidc
         admins = Admins(config.admins, oidc.admin_group if oidc else None, self.identity, self.signed_in_groups)
-        self.admin_pages = AdminPages(AdminQuestions(self.broker, self.backend.runs), admins)
+        self.dev_sign_in = DevSignIn(config, self.identity)
+        """What every page the hub serves does for a browser: the demo signs it in as its dev user."""
+        self.admin_pages = AdminPages(AdminQuestions(self.broker, self.backend.runs), admins, self.dev_sign_in)
         self.audit_pages = AuditPages(self.audit, admins)
         self.inbox_pages = InboxPages(
-            self.inbox, self.answerable, self.identity, self.groups_of, self.streams, config.streams.keepalive_s
+            self.inbox,
+            self.answerable,
+            self.identity,
+            self.groups_of,
+            self.streams,
+            config.streams.keepalive_s,
+            self.dev_sign_in,
         )
         self.sign_in_pages = SignInPages(
             config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets

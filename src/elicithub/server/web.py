@@ -1,4 +1,4 @@
-"""The web widget: its page and static files, the demo session cookie, and the reads the page needs."""
+"""The web widget: its page (where the demo signs a browser in) and static files, and the reads the page needs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from starlette.staticfiles import StaticFiles
 from elicithub.core.events import request_event
 from elicithub.core.runs import Message
 from elicithub.demo.launcher import SUGGESTIONS
-from elicithub.errors import IdentityUnavailable
 from elicithub.server.chat_routes import caller_of
 from elicithub.server.hub import Hub
 from elicithub.server.routes import ConversationIdPath
@@ -30,12 +29,7 @@ def widget_routes(hub: Hub) -> APIRouter:
 
     @router.get("/", include_in_schema=False)
     async def index(request: Request) -> Response:
-        response = page("index.html")
-        demo = hub.config.demo
-        if demo.enabled and "authorization" not in request.headers and not await _signed_in(hub, request):
-            secure = hub.config.public_url.startswith("https://") or request.url.scheme == "https"
-            hub.identity.start_session(response, demo.dev_user, secure=secure)
-        return response
+        return await page("index.html", request, hub.dev_sign_in)
 
     @router.get("/run/api/me", responses=errors(401))
     async def me(request: Request) -> dict[str, str | None]:
@@ -69,14 +63,6 @@ def widget_routes(hub: Hub) -> APIRouter:
         }
 
     return router
-
-
-async def _signed_in(hub: Hub, request: Request) -> bool:
-    """Whether the browser has a session already (one the provider cannot confirm now is kept, not replaced)."""
-    try:
-        return await hub.identity.session(request) is not None
-    except IdentityUnavailable:
-        return True
 
 
 def _shown(message: Message) -> dict[str, str] | None:

@@ -1,8 +1,9 @@
 // The chat page: sends messages to the AI SDK UI message stream endpoint, renders the stream as it arrives,
 // shows questions as prompts, and picks the conversation (and any open question) up again after a reload.
 
+import { createQuestion } from "./approval.js";
 import { h, randomId } from "./dom.js";
-import { OUTCOMES, createPrompt, refusal } from "./prompt.js";
+import { OUTCOMES, refusal } from "./prompt.js";
 import { readParts } from "./stream.js";
 import { loadSuggestions, suggestionButtons } from "./suggestions.js";
 
@@ -195,7 +196,7 @@ class Reply {
 
   ask(event) {
     if (typeof event.elicitationId !== "string" || prompts.has(event.elicitationId)) return;
-    const prompt = createPrompt(event, answerer(event, this));
+    const prompt = createQuestion(event, answerer(event, this));
     prompts.set(event.elicitationId, { prompt, reply: this });
     this.asked.add(event.elicitationId);
     this.append(prompt.element);

@@ -2,13 +2,15 @@
 // them), kept as the inbox stream tells (from whichever hub), and answered in place. An item leaves when the stream
 // says its question ended, whoever answered it.
 
+import { aboutTheCall, createQuestion, isApproval } from "./approval.js";
 import { h } from "./dom.js";
-import { OUTCOMES, createApprovalPrompt, createPrompt, refusal } from "./prompt.js";
+import { OUTCOMES, refusal } from "./prompt.js";
 import { readParts } from "./stream.js";
 
 const STREAM = "run/api/inbox/stream";
 const JSON_HEADERS = { "content-type": "application/json" };
 const MAX_BACKOFF_S = 10;
+const OWN_RUN = "You (your own run)";
 
 const list = document.getElementById("items");
 const empty = document.getElementById("empty");
@@ -22,8 +24,6 @@ function say(element, text, state = "ok") {
   element.textContent = text;
   element.dataset.state = state;
 }
-
-const isApproval = (event) => event.context?.trigger === "approval";
 
 /** Who asks and about which tool, in a few words: "alice's call of ops.restart", "your question from mrtr". */
 function label(event) {
@@ -50,38 +50,13 @@ function sender(event) {
   };
 }
 
-/** Who asks, the tool, its arguments and the deadline, above the question itself. */
-function about(event) {
-  const context = event.context ?? {};
-  const tool = [context.serverId, context.toolName].filter((s) => typeof s === "string").join(".");
-  const deadline = new Date(event.expiresAt);
-  const entry = (term, ...value) => h("div", {}, h("dt", {}, term), h("dd", {}, ...value));
-  const requester = isApproval(event) ? String(context.requester ?? "") : "You (your own run)";
-  const when = h("time", { datetime: event.expiresAt, title: event.expiresAt }, deadline.toLocaleString());
-  const args = context.arguments;
-  return [
-    h(
-      "dl",
-      { class: "item-about" },
-      entry("Requester", requester),
-      tool ? entry("Tool", h("code", {}, tool)) : null,
-      entry("Deadline", when),
-    ),
-    args !== null && typeof args === "object"
-      ? h("pre", { class: "item-arguments", "aria-label": "Arguments" }, JSON.stringify(args, null, 2))
-      : null,
-  ];
-}
-
 function add(event) {
   const id = String(event.elicitationId ?? "");
   if (!id || items.has(id)) return;
-  const prompt = (isApproval(event) ? createApprovalPrompt : createPrompt)(event, sender(event));
+  const prompt = createQuestion(event, sender(event));
   const created = String(event.createdAt ?? "");
-  // Who asks, about what, and by when go under the question's message; the tool the approval names stands for
-  // the line that says which tool asks (the requester asks).
-  prompt.element.querySelector(".prompt-head").after(...about(event));
-  if (isApproval(event)) prompt.element.querySelector(".prompt-source")?.remove();
+  // A question of the person's own run says so as an approval card says who asks, about what, and by when.
+  if (!isApproval(event)) prompt.element.querySelector(".prompt-head").after(...aboutTheCall(event, OWN_RUN));
   const element = h("li", { class: "item", "data-elicitation-id": id, "data-created-at": created }, prompt.element);
   // Newest first, wherever it fits (a resumed stream may bring an older one after newer ones).
   const later = [...list.children].find((child) => (child.dataset.createdAt ?? "") < created);

@@ -174,9 +174,10 @@ class Prompt {
   }
 }
 
-class FormPrompt extends Prompt {
-  constructor(event, send) {
-    super(event, send, "form");
+/** A form question: one field per property of its schema, and Submit, Decline and Cancel. */
+export class FormPrompt extends Prompt {
+  constructor(event, send, kind = "form") {
+    super(event, send, kind);
     this.schema = event.requestedSchema ?? { type: "object", properties: {} };
     const required = requiredNames(this.schema);
     const shown = properties(this.schema).filter(([name]) => this.shows(name));
@@ -248,45 +249,6 @@ class FormPrompt extends Prompt {
     const rest = errors.filter((e) => !shown.has(e.field));
     super.showFieldErrors(rest);
     this.fields.find((f) => byName.has(f.name))?.focus();
-  }
-}
-
-/**
- * An approval of someone's tool call, for one of its approvers: Approve (with the reason and the arguments as
- * edited, where the policy lets them be edited) or Deny (with the reason). Both accept the form, with `approve`
- * true or false, so that the reason is kept; `send` is as for createPrompt.
- */
-export function createApprovalPrompt(event, send) {
-  return new ApprovalPrompt(event, send);
-}
-
-class ApprovalPrompt extends FormPrompt {
-  shows(name) {
-    return name !== "approve";
-  }
-
-  actions() {
-    return [
-      h("button", { type: "submit", class: "primary" }, "Approve"),
-      h("button", { type: "button", onclick: () => this.deny() }, "Deny"),
-    ];
-  }
-
-  submit(event) {
-    this.decision = true;
-    super.submit(event, { approve: true });
-  }
-
-  deny() {
-    this.decision = false;
-    const reason = this.fields.find((f) => f.name === "reason")?.read();
-    this.answer("accept", reason === undefined ? { approve: false } : { approve: false, reason });
-  }
-
-  setState(state) {
-    super.setState(state);
-    // What the approver decided reads better than the form's outcome, which is "accepted" either way.
-    if (state === "accepted") this.status.textContent = this.decision === false ? "Denied" : "Approved";
   }
 }
 

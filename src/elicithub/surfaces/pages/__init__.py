@@ -3,8 +3,10 @@ is served."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from fastapi import Request, Response
 from fastapi.responses import FileResponse
 
 WEB_DIR = Path(__file__).resolve().parents[2] / "clients" / "web"
@@ -22,6 +24,13 @@ _HEADERS = {
 }
 
 
-def page(name: str) -> FileResponse:
-    """One of the pages in WEB_DIR, with the headers every page gets."""
-    return FileResponse(WEB_DIR / name, media_type="text/html", headers=_HEADERS)
+Welcome = Callable[[Request, Response], Awaitable[None]]
+"""What the hub does for a browser that opens one of its pages, with the response (the demo signs it in as its dev
+user: server/dev_sign_in.py)."""
+
+
+async def page(name: str, request: Request, welcome: Welcome) -> FileResponse:
+    """One of the pages in WEB_DIR, with the headers every page gets, for the browser `welcome` has seen to."""
+    response = FileResponse(WEB_DIR / name, media_type="text/html", headers=_HEADERS)
+    await welcome(request, response)
+    return response

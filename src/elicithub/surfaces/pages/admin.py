@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel
 
 from elicithub.runtime.admin import AdminQuestions, OpenQuestion, service_of
-from elicithub.surfaces.pages import page
+from elicithub.surfaces.pages import Welcome, page
 from elicithub.surfaces.responses import ErrorBody
 
 
@@ -64,10 +64,12 @@ ElicitationIdPath = Annotated[
 
 
 class AdminPages:
-    """The routes, with what they need handed over by the hub that builds them: its admins and their questions."""
+    """The routes, with what they need handed over by the hub that builds them: its admins and their questions, and
+    what it does for a browser that opens the page."""
 
-    def __init__(self, questions: AdminQuestions, admins: Admins) -> None:
+    def __init__(self, questions: AdminQuestions, admins: Admins, welcome: Welcome) -> None:
         self.questions = questions
+        self.welcome = welcome
         # A dependency: checked before the query and the path, so a stranger learns nothing from them.
         admin = Depends(admins.admin)
 
@@ -103,9 +105,9 @@ class AdminPages:
         )
         self.router.add_api_route("/admin", self.page, methods=["GET"], include_in_schema=False)
 
-    async def page(self) -> Response:
+    async def page(self, request: Request) -> Response:
         """The page: anyone may load it; what it shows comes from the API, which only admins may read."""
-        return page("admin.html")
+        return await page("admin.html", request, self.welcome)
 
 
 def _row(question: OpenQuestion) -> QuestionRow:

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from elicithub.core.jsoncodec import dumps_event
 from elicithub.runtime.approvers import Answerable
 from elicithub.runtime.inbox import Inbox, InboxEvent, item
-from elicithub.surfaces.pages import page
+from elicithub.surfaces.pages import Welcome, page
 from elicithub.surfaces.responses import ErrorBody, EventStream, stream
 from elicithub.surfaces.streaming import OpenStreams, SSEResponse
 
@@ -72,6 +72,7 @@ class InboxPages:
         groups_of: GroupsOf,
         streams: OpenStreams,
         keepalive_s: float,
+        welcome: Welcome,
     ) -> None:
         self.inbox = inbox
         self.answerable = answerable
@@ -79,6 +80,7 @@ class InboxPages:
         self.groups_of = groups_of
         self.streams = streams
         self.keepalive_s = keepalive_s
+        self.welcome = welcome
         self.router = APIRouter()
         why = "No one is signed in, or a bearer token names no user."
         refused: dict[int | str, dict[str, Any]] = {401: {"model": ErrorBody, "description": why}}
@@ -119,9 +121,9 @@ class InboxPages:
         events = self.inbox.follow(user, groups, last_event_id, lambda: self.answerable.questions(user, groups))
         return SSEResponse(_frames(events), keepalive_s=self.keepalive_s, headers={}, streams=self.streams)
 
-    async def page(self) -> Response:
+    async def page(self, request: Request) -> Response:
         """The page: anyone may load it; what it shows comes from the API, for whoever is signed in."""
-        return page("inbox.html")
+        return await page("inbox.html", request, self.welcome)
 
 
 async def _frames(events: AsyncIterator[tuple[int | None, InboxEvent]]) -> AsyncGenerator[tuple[bytes, bool], None]:
