@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterable, Iterator
+from contextlib import AbstractAsyncContextManager
 
 import httpx2
 import pytest
@@ -23,8 +23,12 @@ from pydantic_ai.messages import (
     ToolCallPartDelta,
 )
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.google import GoogleModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.google import GoogleProvider
+from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
@@ -55,20 +59,14 @@ def standin() -> Iterator[ModelStandIn]:
 def model_for(provider: str, standin: ModelStandIn, name: str | None = None) -> Model:
     name = name or NAMES[provider]
     if provider == "openai":
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
-
         return OpenAIChatModel(name, provider=OpenAIProvider(base_url=standin.openai_base_url, api_key=KEYS[provider]))
     if provider == "anthropic":
-        from pydantic_ai.models.anthropic import AnthropicModel
-        from pydantic_ai.providers.anthropic import AnthropicProvider
-
         anthropic = AnthropicProvider(base_url=standin.anthropic_base_url, api_key=KEYS[provider])
         return AnthropicModel(name, provider=anthropic)
     return GoogleModel(name, provider=GoogleProvider(base_url=standin.google_base_url, api_key=KEYS[provider]))
 
 
-def ask(model: Model, prompt: str = "Where is order 42?") -> Any:
+def ask(model: Model, prompt: str = "Where is order 42?") -> AbstractAsyncContextManager[StreamedResponse]:
     """A streamed request with instructions, a user prompt and one function tool."""
     messages = [ModelRequest.user_text_prompt(prompt, instructions="You answer about orders.")]
     parameters = ModelRequestParameters(function_tools=[LOOKUP])
@@ -92,7 +90,7 @@ def text_deltas(events: list[ModelResponseStreamEvent]) -> list[str]:
     return pieces
 
 
-async def first_text(events: AsyncIterator[ModelResponseStreamEvent]) -> str:
+async def first_text(events: AsyncIterable[ModelResponseStreamEvent]) -> str:
     async for event in events:
         if pieces := text_deltas([event]):
             return pieces[0]
@@ -210,7 +208,7 @@ async def test_a_gate_holds_the_stream_until_released(standin: ModelStandIn, pro
     assert stream.get().parts[-1] == TextPart("Let me look.")
 
 
-# Google's stream does not close this way: see the last test of the kind.
+# Not Google: see test_a_google_stream_left_early_closes_with_the_http_client_it_was_given.
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_leaving_the_stream_early_is_recorded_as_a_disconnect(standin: ModelStandIn, provider: str) -> None:
     hang = Hang()
@@ -223,7 +221,7 @@ async def test_leaving_the_stream_early_is_recorded_as_a_disconnect(standin: Mod
     await recorded.ended.wait_async()
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])  # not Google: as above
 async def test_cancelling_the_reader_mid_stream_is_recorded_as_a_disconnect(
     standin: ModelStandIn, provider: str
 ) -> None:
@@ -247,7 +245,7 @@ async def test_cancelling_the_reader_mid_stream_is_recorded_as_a_disconnect(
     await (await reply.served_async()).disconnected.wait_async()
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])  # not Google: as above
 async def test_a_request_cancelled_before_the_first_chunk_closes_the_stream(
     standin: ModelStandIn, provider: str
 ) -> None:
