@@ -1,0 +1,1 @@
+"""Stand-ins of the model providers' APIs: see `standins.py`."""
