@@ -9,15 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from tests.auth.conftest import Browser, TrackerProcess
 from tests.auth.test_credential_flow import CALL, chat, converse, requests_of
-from tests.conftest import HubFactory, McpProcess, RunningHub, served
-from tests.runtime.test_models import completion
+from tests.conftest import HubFactory, McpProcess, RunningHub
+from tests.models.script import Text, ToolCall
+from tests.models.standins import ModelStandIn
+from tests.runtime.test_models import v1_model
 
 PROVISION = '/call deploy.provision {"name": "orders"}'
 
@@ -121,49 +119,27 @@ def test_a_client_that_cannot_be_asked_is_told_the_tool_needs_a_sign_in(unlisted
     )
 
 
-class ConnectingModel:
-    """An OpenAI-compatible stand-in that calls `connect` when that is all it is offered, and a real tool of the
-    server as soon as one is offered; then it repeats the last tool result."""
-
-    def __init__(self) -> None:
-        self.offered: list[list[str]] = []
-
-    async def handle(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        tools = [t["function"]["name"] for t in body.get("tools", [])]
-        self.offered.append(tools)
-        called = [m for m in body["messages"] if m["role"] == "tool"]
-        if "tracker__list_issues" in tools and not any("issue" in str(m["content"]).lower() for m in called[1:]):
-            name = "tracker__list_issues"
-        elif not called:
-            name = "tracker__connect"
-        else:
-            return JSONResponse(completion({"role": "assistant", "content": called[-1]["content"]}))
-        call = {"id": f"call_{len(called)}", "type": "function", "function": {"name": name, "arguments": "{}"}}
-        return JSONResponse(completion({"role": "assistant", "content": None, "tool_calls": [call]}))
-
-
 @pytest.fixture
-def connecting(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, ConnectingModel]]:
+def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelStandIn]:
     monkeypatch.setenv("STANDIN_KEY", "sk-test-key")
-    model = ConnectingModel()
-    with served(Starlette(routes=[Route("/v1/chat/completions", model.handle, methods=["POST"])])) as server:
-        yield f"{server.url}/v1", model
+    with ModelStandIn() as server:
+        yield server
 
 
 def test_after_connect_the_model_is_asked_again_with_the_real_tools(
-    make_hub: HubFactory, tracker: TrackerProcess, browser: Browser, connecting: tuple[str, ConnectingModel]
+    make_hub: HubFactory, tracker: TrackerProcess, browser: Browser, standin: ModelStandIn
 ) -> None:
-    url, model = connecting
-    hub = make_hub(
-        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
-        mcp_servers=[bare(tracker)],
-    )
+    hub = make_hub(model=v1_model(standin), mcp_servers=[bare(tracker)])
+    standin.reply(ToolCall("tracker__connect", {}))  # all it is offered
+    standin.reply(ToolCall("tracker__list_issues", {}))
+    last = standin.reply(Text("Here are your issues."))
     text, events = converse(hub, "what are my issues?", lambda e, _: browser.sign_in(str(e["url"])))
     assert len(requests_of(events)) == 1
-    assert model.offered[0] == ["tracker__connect"]
-    assert "tracker__list_issues" in model.offered[1] and "tracker__connect" not in model.offered[1]
-    assert "issue" in text.lower()
+    offered = [[t["function"]["name"] for t in r.body.get("tools", [])] for r in standin.requests]
+    assert offered[0] == ["tracker__connect"]
+    assert "tracker__list_issues" in offered[1] and "tracker__connect" not in offered[1]
+    assert "issue" in last.served().body["messages"][-1]["content"].lower()  # the tool's result reached the model
+    assert text.endswith("Here are your issues.")
 
 
 def test_a_server_that_lists_its_tools_openly_needs_no_sign_in_to_show_them(

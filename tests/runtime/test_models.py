@@ -1,10 +1,9 @@
-"""The OpenAI-compatible model adapter, against a local stand-in that speaks the chat completions wire format."""
+"""The scripted model, and v1's OpenAI-compatible model config against a stand-in of the chat completions API."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,81 +11,43 @@ import pytest
 from hypothesis import given
 from mcp.server import Server, ServerRequestContext
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, Tool
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from elicithub.runtime.models import ScriptedModel, ToolSpec
 from tests.conftest import HubFactory, served
 from tests.core.test_jsoncodec import overflowing_literals
+from tests.models.script import Text, ToolCall
+from tests.models.standins import ModelStandIn
 from tests.server.test_chat_openai import run_answering
 from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
 
 
-def completion(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-standin",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": "standin-1",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-class StandIn:
-    """Calls the one tool it is offered, then summarises the tool's result; told that the arguments it wrote could
-    not be used, it calls again with `retry` (when set)."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.arguments = '{"name": "orders"}'
-        self.retry: str | None = None
-
-    async def handle(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        self.requests.append({"body": body, "auth": request.headers.get("authorization")})
-        last = body["messages"][-1]
-        tool = body["tools"][0]["function"]["name"]
-        if last["role"] == "tool":
-            if self.retry is not None and last["content"].startswith("The arguments for "):
-                return JSONResponse(completion(calling(tool, "call_2", self.retry)))
-            return JSONResponse(completion({"role": "assistant", "content": f"The tool said: {last['content']}"}))
-        return JSONResponse(completion(calling(tool, "call_1", self.arguments)))
-
-
-def calling(tool: str, call_id: str, arguments: str) -> dict[str, Any]:
-    call = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": arguments}}
-    return {"role": "assistant", "content": None, "tool_calls": [call]}
-
-
 @pytest.fixture
-def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, StandIn]]:
+def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelStandIn]:
     monkeypatch.setenv("STANDIN_KEY", "sk-test-key")
-    state = StandIn()
-    app = Starlette(routes=[Route("/v1/chat/completions", state.handle, methods=["POST"])])
-    with served(app) as server:
-        yield f"{server.url}/v1", state
+    with ModelStandIn() as server:
+        yield server
+
+
+def v1_model(standin: ModelStandIn) -> dict[str, Any]:
+    """v1's `model: {kind: openai, ...}`, which keeps working (an OpenAI-compatible endpoint)."""
+    return {"kind": "openai", "base_url": standin.openai_base_url, "model": "standin-1", "api_key_env": "STANDIN_KEY"}
 
 
 def test_openai_model_calls_the_tool_and_the_question_is_answered(
-    make_hub: HubFactory, standin: tuple[str, StandIn], mrtr_server: Any
+    make_hub: HubFactory, standin: ModelStandIn, mrtr_server: Any
 ) -> None:
-    url, state = standin
-    hub = make_hub(
-        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
-        mcp_servers=[{"id": "deploy", "url": mrtr_server.url}],
-    )
+    hub = make_hub(model=v1_model(standin), mcp_servers=[{"id": "deploy", "url": mrtr_server.url}])
+    standin.reply(ToolCall("deploy__provision", {"name": "orders"}, id="call_1"))
+    standin.reply(Text("The tool said: "), Text("Provisioned orders in eu-west-1."))
     text, events = run_answering(hub, "please provision orders", [("accept", {"region": "eu-west-1"})])
     assert events[0]["context"]["toolName"] == "provision"
     assert text == "The tool said: Provisioned orders in eu-west-1."
-    first, second = state.requests[0], state.requests[-1]
-    assert first["auth"] == "Bearer sk-test-key"
-    assert {t["function"]["name"] for t in first["body"]["tools"]} >= {"deploy__provision"}
-    tool_message = second["body"]["messages"][-1]
+    first, second = standin.requests[0], standin.requests[-1]
+    assert first.headers["authorization"] == "Bearer sk-test-key"
+    assert {t["function"]["name"] for t in first.body["tools"]} >= {"deploy__provision"}
+    tool_message = second.body["messages"][-1]
     assert tool_message == {"role": "tool", "tool_call_id": "call_1", "content": "Provisioned orders in eu-west-1."}
-    assert json.loads(second["body"]["messages"][-2]["tool_calls"][0]["function"]["arguments"]) == {"name": "orders"}
+    assert json.loads(second.body["messages"][-2]["tool_calls"][0]["function"]["arguments"]) == {"name": "orders"}
 
 
 PROVISION = ToolSpec("deploy.provision", "Provision a database.", {"type": "object"})
@@ -120,14 +81,11 @@ def test_the_scripted_model_refuses_call_arguments_that_overflow(literal: str) -
 
 
 def test_arguments_a_model_writes_with_a_number_json_cannot_carry_never_reach_a_stream(
-    make_hub: HubFactory, standin: tuple[str, StandIn], recorder: Recorder
+    make_hub: HubFactory, standin: ModelStandIn, recorder: Recorder
 ) -> None:
-    url, state = standin
-    state.arguments = '{"name": 1e999}'
-    hub = make_hub(
-        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
-        mcp_servers=[{"id": "rec", "url": recorder.url}],
-    )
+    standin.reply(ToolCall("rec__provision", '{"name": 1e999}', id="call_1"))
+    told = standin.reply(Text("Sorry, I could not."))
+    hub = make_hub(model=v1_model(standin), mcp_servers=[{"id": "rec", "url": recorder.url}])
     stream = UIStream(hub.client(), ui_body("conv-model-inf", text_part("please provision")))
     parts = stream.rest()
     stream.close()
@@ -135,7 +93,8 @@ def test_arguments_a_model_writes_with_a_number_json_cannot_carry_never_reach_a_
     assert call["input"] == {}  # shown without arguments, and not made
     [failed] = [p for p in parts if p["type"] == "tool-output-error"]
     assert failed["errorText"].startswith("The arguments for rec.provision hold a non-finite number")
-    assert parts[-1]["type"] == "finish" and text_of(parts) == f"The tool said: {failed['errorText']}"
+    assert parts[-1]["type"] == "finish" and text_of(parts) == "Sorry, I could not."
+    assert told.served().body["messages"][-1]["content"] == failed["errorText"]  # the model was told why
     assert recorder.calls == []
 
 
@@ -171,20 +130,18 @@ def recorder() -> Iterator[Recorder]:
     ids=["not-json", "not-an-object"],
 )
 def test_arguments_a_model_writes_that_are_not_a_json_object_are_its_tool_error_and_it_calls_again(
-    make_hub: HubFactory, standin: tuple[str, StandIn], recorder: Recorder, written: str, why: str
+    make_hub: HubFactory, standin: ModelStandIn, recorder: Recorder, written: str, why: str
 ) -> None:
-    url, state = standin
-    state.arguments, state.retry = written, '{"name": "orders"}'
-    hub = make_hub(
-        model={"kind": "openai", "base_url": url, "model": "standin-1", "api_key_env": "STANDIN_KEY"},
-        mcp_servers=[{"id": "rec", "url": recorder.url}],
-    )
+    standin.reply(ToolCall("rec__provision", written, id="call_1"))
+    standin.reply(ToolCall("rec__provision", {"name": "orders"}, id="call_2"))
+    standin.reply(Text("The tool said: Provisioned orders."))
+    hub = make_hub(model=v1_model(standin), mcp_servers=[{"id": "rec", "url": recorder.url}])
     stream = UIStream(hub.client(), ui_body(f"conv-model-{why[:3]}", text_part("please provision")))
     parts = stream.rest()
     stream.close()
     assert recorder.calls == [{"name": "orders"}]  # never with no arguments, nor with what could not be read
     # The model was told, as the broken call's result, why its arguments could not be used...
-    told = state.requests[1]["body"]["messages"][-1]
+    told = standin.requests[1].body["messages"][-1]
     assert told["role"] == "tool" and told["tool_call_id"] == "call_1"
     assert told["content"].startswith(f"The arguments for rec.provision {why}")
     assert "The tool was not called" in told["content"]

@@ -26,9 +26,10 @@ def api_key(entry: ModelEntry) -> str | None:
     return os.environ.get(entry.api_key_env) or None if entry.api_key_env else None
 
 
-def build(entry: ModelEntry) -> PydanticModel:
+def build(entry: ModelEntry, http_client: Any = None) -> PydanticModel:
     """pydantic-ai's model for `entry`, speaking its provider's wire format (OpenAI's chat completions for openai
-    and openai-compatible: pydantic-ai's `openai:` name would pick the Responses API)."""
+    and openai-compatible: pydantic-ai's `openai:` name would pick the Responses API). `http_client`: Google's
+    (see `per_request`)."""
     key = api_key(entry)
     if entry.provider in ("openai", "openai-compatible"):
         from pydantic_ai.models.openai import OpenAIChatModel
@@ -44,7 +45,15 @@ def build(entry: ModelEntry) -> PydanticModel:
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    return GoogleModel(entry.model, provider=GoogleProvider(api_key=key or "", base_url=entry.base_url))
+    provider = GoogleProvider(api_key=key or "", base_url=entry.base_url, http_client=http_client)
+    return GoogleModel(entry.model, provider=provider)
+
+
+def per_request(entry: ModelEntry) -> bool:
+    """Whether each request needs a model (and HTTP client) of its own: google-genai's nested stream generators
+    never close the HTTP response when the stream is left early, so a stop would leave the provider streaming;
+    closing the client the request was made with does."""
+    return entry.provider == "google"
 
 
 def settings(entry: ModelEntry) -> dict[str, Any]:

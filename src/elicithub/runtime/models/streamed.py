@@ -4,6 +4,7 @@ passed on as they come, retried before its first token, its failures named, its 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -30,6 +31,8 @@ RETRIED = frozenset({408, 409, 429, 529})
 BACKOFF_S = 0.5
 BACKOFF_MAX_S = 8.0
 RETRY_AFTER_MAX_S = 60.0
+NOW_S = 0.1
+"""A wait shorter than this is said as "now"."""
 
 
 class Meter(Protocol):
@@ -88,7 +91,8 @@ class ProviderModel:
                     raise ModelFailed(self._failure(exc)) from None
                 self._count("retried")
                 attempt += 1
-                await status(f"Model {self.name} is busy; retrying in {_seconds(wait)}.")
+                when = "now" if wait < NOW_S else f"in {_seconds(wait)}"
+                await status(f"Model {self.name} is busy; retrying {when}.")
                 await asyncio.sleep(wait)
                 continue
             self._count("ok")
@@ -102,9 +106,17 @@ class ProviderModel:
         messages = providers.messages(request.messages, request.instructions)
         parameters = providers.parameters(request.tools)
         settings: Any = providers.settings(self.entry)
-        async with model_request_stream(
-            self._built(), messages, model_settings=settings, model_request_parameters=parameters
-        ) as stream:
+        async with contextlib.AsyncExitStack() as closing:
+            if providers.per_request(self.entry):
+                import httpx2
+
+                client = await closing.enter_async_context(httpx2.AsyncClient(timeout=self.entry.timeout_s))
+                model = providers.build(self.entry, client)
+            else:
+                model = self._built()
+            stream = await closing.enter_async_context(
+                model_request_stream(model, messages, model_settings=settings, model_request_parameters=parameters)
+            )
             async for event in stream:
                 if streamed.take(event) and self._meter is not None:
                     self._meter.model_first_token(self.name, time.monotonic() - started)
@@ -218,7 +230,9 @@ def _turn(response: ModelResponse, request: ModelRequest) -> ModelTurn:
         if isinstance(part, ToolCallPart):
             name = providers.our_name(part.tool_name, request.tools)
             try:
-                calls.append(ToolCall(part.tool_call_id, name, read_arguments(name, part.args_as_json_str())))
+                # As the model wrote them: pydantic-ai wraps text that is not JSON (`{"INVALID_JSON": ...}`).
+                written = part.args if isinstance(part.args, str) else part.args_as_json_str()
+                calls.append(ToolCall(part.tool_call_id, name, read_arguments(name, written or "{}")))
             except Unreadable as exc:
                 # Never made with arguments it was not given: the model is told why, as the call's error.
                 error = f"{exc} The tool was not called; call it again."
