@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import USERS, HubFactory, McpProcess, RunningHub, sse_data, sse_numbered
 from tests.core_fixtures import PostgresServer, RedisServer
+from tests.models.script import Hang, Text, ToolCall
+from tests.models.standins import ModelStandIn
 from tests.server.test_scale_out import ServedHub
 
 N = 100
@@ -313,3 +315,46 @@ def test_a_fast_path_answer_leaves_the_continuation_to_a_reattached_reader(hub: 
     follower.close()
     text = "".join(p.get("delta", "") for p in rest if p["type"] == "text-delta")
     assert text == f"Provisioned {asked['name']} in us-east-1."
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("store", ["redis", "postgres"])
+def test_a_model_turn_cut_by_a_crash_is_asked_again_where_the_run_resumes_and_no_call_is_made_twice(
+    store: str,
+    serve: Serve,
+    tmp_path: Path,
+    legacy_server: McpProcess,
+    mrtr_server: McpProcess,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STANDIN_KEY", "sk-crash-test")  # the hubs' processes inherit it
+    name = f"crash-{store}"
+    with ModelStandIn() as standin:
+        model = {"id": "gpt", "provider": "openai", "model": "m", "base_url": standin.openai_base_url}
+        models = [{**model, "api_key_env": "STANDIN_KEY"}]
+        url = store_url(store, tmp_path, request, db=4)
+        config = write_config(tmp_path, url, legacy_server, mrtr_server, models=models, model="gpt")
+        a, b = serve(config, "a"), serve(config, "b")
+        standin.reply(ToolCall("mrtr__provision", {"name": name}))
+        hang = Hang()
+        standin.reply(Text("Provisioned "), hang)  # the turn after the call: the hub dies in it
+        standin.reply(Text(f"Provisioned {name} in eu-west-1."))
+        conversation = f"conv-{name}"
+        with httpx.Client(base_url=a.url, headers=ALICE, timeout=60) as client:
+            with client.stream(
+                "POST", "/run/api/chat", json=ui_body(conversation, {"type": "text", "text": "go"})
+            ) as r:
+                asked = next(p for p in sse_data(r) if p["type"] == "data-elicitation-request")
+            body = {"conversationId": conversation, "elicitationId": asked["id"], "action": "accept"}
+            answered = client.post("/run/api/elicitation-responses", json={**body, "content": {"region": "eu-west-1"}})
+            assert answered.status_code == 200, answered.text
+        hang.reached.wait()
+        a.process.kill()  # mid-turn: the model had said "Provisioned " when the hub died
+        a.process.wait()
+        try:
+            assert reattached_text(b.url, conversation) == f"Provisioned {name} in eu-west-1."
+            assert provisioned(mrtr_server).get(name) == 1  # the call the run made before the crash: not again
+            assert len(standin.requests) == 3  # the cut turn was asked again, once
+        finally:
+            b.stop()
