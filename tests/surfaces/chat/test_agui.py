@@ -26,6 +26,7 @@ from elicithub.runtime.conversations import Caller
 from tests.auth.conftest import Browser
 from tests.conftest import HubFactory, RunningHub, eventually
 from tests.surfaces.chat.agui_stream import cancelled, interrupts, kinds, resolved, run, run_input, text
+from tests.triggers.approving import audit_record
 
 DEPLOY = '/call deploy.deploy_service {"service": "orders"}'
 BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})
@@ -33,8 +34,8 @@ BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"}
 
 @pytest.fixture
 def demo_hub(make_hub: HubFactory) -> RunningHub:
-    """The demo, whose rollback policy has its dev user (here alice) approve their own calls."""
-    return make_hub(demo={"enabled": True, "dev_user": "alice"})
+    """The demo, whose rollback policy has its dev user (here alice) approve their own calls; bob reads the audit."""
+    return make_hub(demo={"enabled": True, "dev_user": "alice"}, admins=["bob"])
 
 
 def started_call(events: list[Any]) -> ToolCallStartEvent:
@@ -159,7 +160,9 @@ def test_the_demo_rollback_is_a_tool_call_interrupt_for_its_approval_then_an_inp
     assert demo_hub.run_ended(approval.id)[0].answered_by == "alice"
 
 
-def test_a_denied_approval_refuses_the_call_with_its_reason(demo_hub: RunningHub) -> None:
+def test_a_denied_approval_refuses_the_call_with_its_reason_and_the_audit_keeps_the_reason_alone(
+    demo_hub: RunningHub,
+) -> None:
     [approval] = interrupts(run(demo_hub, run_input("agui-deny", ROLLBACK)))
 
     denied = resolved(approval.id, {"approved": False, "reason": "not during the sale"})
@@ -169,6 +172,8 @@ def test_a_denied_approval_refuses_the_call_with_its_reason(demo_hub: RunningHub
         "Call of release.rollback was not approved: denied by alice: not during the sale"
     )
     assert succeeded(rest)
+    record = audit_record(demo_hub.url, approval.id, admin="bob")
+    assert (record["answeredBy"], record["outcome"], record["reason"]) == ("alice", "denied", "not during the sale")
 
 
 def test_the_deploy_form_is_its_schema_and_declining_it_deploys_nothing(demo_hub: RunningHub) -> None:
