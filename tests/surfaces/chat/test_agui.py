@@ -280,6 +280,30 @@ def test_a_payload_that_fails_the_schema_is_invalid_payload_and_the_interrupt_st
     assert result_of(rest).content == "Provisioned bad in us-east-1."
 
 
+@pytest.mark.parametrize(
+    ("region_payload", "region_error"),
+    [({"region": "mars"}, "region: "), (None, "payload: an object is required")],
+    ids=["both-fail-their-schemas", "one-is-no-object"],
+)
+def test_a_resume_failing_in_two_interrupts_is_one_invalid_payload_naming_every_field_and_takes_nothing(
+    hub: RunningHub, region_payload: dict[str, str] | None, region_error: str
+) -> None:
+    thread = f"agui-bad-two-{region_error[0]}"
+    region, confirm = (i.id for i in interrupts(run(hub, run_input(thread, '/call mrtr.deploy {"name": "two"}'))))
+
+    answers = [resolved(region, region_payload), resolved(confirm, {"confirm": "yes"})]
+    error = error_of(run(hub, run_input(thread, resume=answers)))
+
+    assert error.code == "invalid_payload"
+    assert region_error in error.message and region in error.message  # the first interrupt's field
+    assert "confirm: " in error.message and confirm in error.message  # and the second's, in the same message
+    for still_open in (region, confirm):
+        pending = hub.on_loop(hub.hub.store.get(still_open))
+        assert pending is not None and pending.state is State.PENDING
+    fixed = [resolved(region, {"region": "eu-west-1"}), resolved(confirm, {"confirm": True})]
+    assert result_of(run(hub, run_input(thread, resume=fixed))).content == "Deployed two to eu-west-1."
+
+
 def test_new_input_while_interrupts_are_open_is_interrupts_pending(hub: RunningHub) -> None:
     [asking] = interrupts(run(hub, run_input("agui-busy", '/call mrtr.provision {"name": "busy"}')))
 

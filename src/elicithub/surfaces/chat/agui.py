@@ -38,8 +38,8 @@ from elicithub.errors import (
 )
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
-from elicithub.surfaces.chat.agui_interrupts import answer_of, interrupt
-from elicithub.surfaces.gates import Bearer, bearer_token, refusal
+from elicithub.surfaces.chat.agui_interrupts import BadPayload, answer_of, interrupt
+from elicithub.surfaces.gates import Bearer, bearer_token
 from elicithub.surfaces.mcp.asking import ends_with_sign_in
 from elicithub.surfaces.streaming import OpenStreams, SSEResponse
 
@@ -184,12 +184,15 @@ class AguiSurface:
         self, caller: Caller, thread_id: str, entries: Sequence[ResumeEntry], open_ids: list[str]
     ) -> Interrupted:
         """Every entry is checked before any is taken (AG-UI rules 2-8); a replay of one taken is taken again as
-        the same answer (the broker's idempotent repeat), and its stream reads the run on from the same pause."""
+        the same answer (the broker's idempotent repeat), and its stream reads the run on from the same pause.
+        Payloads that do not fit are refused together, every field of every entry named, so that a client fixes
+        them all in one round trip."""
         ids = [e.interrupt_id for e in entries]
         if len(set(ids)) != len(ids):
             raise _Refused("invalid_payload", "resume: each interrupt is addressed once.")
         answers: list[tuple[Elicitation, Answer]] = []
         where: list[Interrupted] = []
+        unfit: dict[str, list[str]] = {}  # by interrupt: its payload's problems, each `field: message`
         for entry in entries:
             interrupted = await self._interrupted(caller, entry.interrupt_id)
             if interrupted is None or interrupted.thread_id != thread_id:
@@ -200,14 +203,22 @@ class AguiSurface:
                 await self.conversations.check(caller, question.id, answer)
             except ElicitationNotFound:
                 raise _unknown(entry.interrupt_id) from None
-            except InvalidContent as exc:
-                raise _Refused("invalid_payload", refusal(exc)) from None
+            except InvalidContent as exc:  # the content does not fit the question's schema
+                unfit[entry.interrupt_id] = [f"{e.field}: {e.message}" for e in exc.errors]
+                continue
+            except BadPayload as exc:  # the payload does not fit the interrupt's shape
+                unfit[entry.interrupt_id] = exc.errors
+                continue
             except Expired:
                 raise _Refused("expired", f"Interrupt {entry.interrupt_id} has expired.") from None
-            except HubError as exc:  # BadPayload: the payload does not fit the interrupt's shape
+            except HubError as exc:
                 raise _Refused(exc.code, str(exc)) from None
             answers.append((question, answer))
             where.append(interrupted)
+        if unfit:
+            raise _Refused(
+                "invalid_payload", " ".join(f"resume payload for {i}: {'; '.join(p)}." for i, p in unfit.items())
+            )
         missing = [i for i in open_ids if i not in ids]
         if missing:
             raise _Refused("resume_incomplete", f"resume: address every open interrupt (missing {', '.join(missing)}).")
