@@ -29,6 +29,7 @@ from tests.surfaces.chat.agui_stream import cancelled, interrupts, kinds, resolv
 from tests.triggers.approving import audit_record
 
 DEPLOY = '/call deploy.deploy_service {"service": "orders"}'
+PROVISION = '/call mrtr.provision {"name": "agent"}'
 BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})
 
 
@@ -389,10 +390,29 @@ def test_a_thread_new_to_the_hub_keeps_the_words_the_client_sent_before_its_mess
     ]
 
 
+AGENTS = [{"id": "assistant", "tools": ["legacy"]}, {"id": "researcher", "tools": ["mrtr"]}]
+
+
+def test_the_path_names_the_agent_and_a_name_of_no_agent_runs_the_default_one(make_hub: HubFactory) -> None:
+    hub = make_hub(agents=AGENTS)
+    echo = '/call legacy.echo {"text": "hi"}'
+
+    researchers = run(hub, run_input("agui-researcher", echo), path="/run/agui/researcher")
+    assert "There is no tool legacy.echo" in text(researchers) and succeeded(researchers)
+    [asking] = interrupts(run(hub, run_input("agui-researcher-asks", PROVISION), path="/run/agui/researcher"))
+    rest = run(hub, run_input("agui-researcher-asks", resume=[resolved(asking.id, {"region": "eu-west-1"})]))
+    assert result_of(rest).content == "Provisioned agent in eu-west-1."  # resumed on either path: its run goes on
+
+    for path in ("/run/agui", "/run/agui/assistant", "/run/agui/nobody"):
+        defaults = run(hub, run_input(f"agui-default-{path.rsplit('/', 1)[-1]}", echo), path=path)
+        assert result_of(defaults).content == "echo: hi" and succeeded(defaults), path
+
+
+@pytest.mark.parametrize("path", ["/run/agui", "/run/agui/researcher"])
 @pytest.mark.parametrize("authorization", [None, "Bearer not-a-token"])
-def test_no_or_a_bad_token_is_401_json_and_no_stream(hub: RunningHub, authorization: str | None) -> None:
+def test_no_or_a_bad_token_is_401_json_and_no_stream(hub: RunningHub, authorization: str | None, path: str) -> None:
     headers = {} if authorization is None else {"authorization": authorization}
-    response = httpx.post(f"{hub.url}/run/agui", json=run_input("agui-401", "hi"), headers=headers)
+    response = httpx.post(f"{hub.url}{path}", json=run_input("agui-401", "hi"), headers=headers)
 
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"

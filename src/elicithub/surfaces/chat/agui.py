@@ -1,19 +1,21 @@
-"""`POST /run/agui`: the hub's agent as an AG-UI 1.0 agent, its questions as the protocol's interrupts.
+"""`POST /run/agui`: the hub's agents as AG-UI 1.0 agents, their questions as the protocol's interrupts.
 
-A `RunAgentInput`'s `threadId` is the conversation (per user, as conversation ids are). A run streams until it
-pauses on questions, then ends: a `MESSAGES_SNAPSHOT`, then `RUN_FINISHED` with one interrupt per open question
-(agui_interrupts.py). The next input on the thread resumes them by AG-UI's contract rules, which differ from the
-chat surfaces' on purpose: one `resume` covers every open interrupt, or nothing is taken and the run ends in
-`RUN_ERROR` with the interrupts still open; the continuation then streams on that request. Where a round paused
-(the hub's run, the log position after its pause, the call it paused in) is kept in the hub's store, so any
-instance takes its resume.
+`POST /run/agui/{agent}` runs that agent, `POST /run/agui` the default one (a name that is no agent's means the
+default, as the chat surfaces' `model` and `agent` do). A `RunAgentInput`'s `threadId` is the conversation (per
+user, as conversation ids are). A run streams until it pauses on questions, then ends: a `MESSAGES_SNAPSHOT`, then
+`RUN_FINISHED` with one interrupt per open question (agui_interrupts.py). The next input on the thread resumes them
+by AG-UI's contract rules, which differ from the chat surfaces' on purpose: one `resume` covers every open
+interrupt, or nothing is taken and the run ends in `RUN_ERROR` with the interrupts still open; the continuation
+then streams on that request. Where a round paused (the hub's run, the log position after its pause, the call it
+paused in) is kept in the hub's store, so any instance takes its resume. What /openapi.json says of these routes is
+in agui_openapi.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput, UserMessage
@@ -39,11 +41,13 @@ from elicithub.errors import (
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
 from elicithub.surfaces.chat.agui_interrupts import BadPayload, answer_of, interrupt
+from elicithub.surfaces.chat.agui_openapi import documented
 from elicithub.surfaces.gates import Bearer, bearer_token
 from elicithub.surfaces.mcp.asking import ends_with_sign_in
 from elicithub.surfaces.streaming import OpenStreams, SSEResponse
 
 PATH = "/run/agui"
+AGENT_PATH = PATH + "/{agent}"
 
 
 class _Refused(HubError):
@@ -75,17 +79,22 @@ class AguiSurface:
         *,
         keepalive_s: float,
         retention_s: float,
-        agent: str,
+        agent_of: Callable[[str | None], str],
     ) -> None:
-        """`agent`: the hub's agent a thread talks to; `retention_s`: how long a thread's interrupts are kept."""
+        """`agent_of`: the id of the hub's agent a path's name (None: none) picks; `retention_s`: how long a
+        thread's interrupts are kept."""
         self.conversations = conversations
         self.kv = kv
         self.bearer = bearer
         self.streams = streams
         self.keepalive_s = keepalive_s
         self.retention_s = retention_s
-        self.agent = agent
-        self._routes: list[BaseRoute] = [Route(PATH, self.endpoint, methods=["POST"], include_in_schema=False)]
+        self.agent_of = agent_of
+        # Served by these; the documented routes after them, which only describe them, are never reached.
+        self._routes: list[BaseRoute] = [
+            *(Route(path, self.endpoint, methods=["POST"], include_in_schema=False) for path in (PATH, AGENT_PATH)),
+            *documented.routes,
+        ]
 
     @property
     def routes(self) -> list[BaseRoute]:
@@ -119,10 +128,12 @@ class AguiSurface:
         except HubError as exc:
             return _error(422, exc.code, f"threadId: {exc}")
         caller = Caller(user, supports_elicitation=True, surface="agui")
-        frames = self._frames(caller, given)
+        frames = self._frames(caller, given, self.agent_of(request.path_params.get("agent")))
         return SSEResponse(frames, keepalive_s=self.keepalive_s, headers={}, streams=self.streams)
 
-    async def _frames(self, caller: Caller, given: RunAgentInput) -> AsyncGenerator[tuple[bytes, bool], None]:
+    async def _frames(
+        self, caller: Caller, given: RunAgentInput, agent: str
+    ) -> AsyncGenerator[tuple[bytes, bool], None]:
         encoder = EventEncoder()
 
         def frame(events: list[BaseEvent], last: bool = False) -> tuple[bytes, bool]:
@@ -131,7 +142,7 @@ class AguiSurface:
         writer = AguiWriter(given.thread_id, given.run_id)
         yield frame(writer.start())
         try:
-            start = await self._take(caller, given)
+            start = await self._take(caller, given, agent)
         except HubError as exc:  # _Refused, or what the hub refuses itself: nothing of the input was taken
             yield frame(writer.error(exc.code, str(exc)), last=True)
             return
@@ -160,8 +171,9 @@ class AguiSurface:
 
     # -- what an input asks: a new message, or a resume
 
-    async def _take(self, caller: Caller, given: RunAgentInput) -> Interrupted:
-        """Take the input (nothing when it does not conform): where its stream follows the hub's run from."""
+    async def _take(self, caller: Caller, given: RunAgentInput, agent: str) -> Interrupted:
+        """Take the input (nothing when it does not conform): where its stream follows the hub's run from. A resume
+        goes on with the run it resumes, whichever agent's; a new message starts a run of `agent`."""
         open_ids = [e.id for e in await self.conversations.open_questions(caller, await self._open(caller, given))]
         if given.resume:
             return await self._resume(caller, given.thread_id, given.resume, open_ids)
@@ -175,9 +187,7 @@ class AguiSurface:
         if not isinstance(last, UserMessage):
             raise _Refused("invalid_payload", "messages: the last message must be from the user.")
         told = history(given.messages[:-1])  # taken only when the hub does not know the thread yet
-        sent = await self.conversations.send(
-            caller, given.thread_id, words(last.content), agent=self.agent, history=told
-        )
+        sent = await self.conversations.send(caller, given.thread_id, words(last.content), agent=agent, history=told)
         return Interrupted(given.thread_id, sent.run_id, sent.after, None)
 
     async def _resume(
