@@ -19,13 +19,13 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import AnyHttpUrl
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.demo.oauth import CONSENT_PATH, DemoOAuthProvider
-from elicithub.surfaces import read_body, replaying
+from elicithub.surfaces import body_first
 from tests.conftest import free_port, served
 
 SCOPES = ["issues", "admin"]
@@ -168,11 +168,10 @@ class _Gate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].rstrip("/") != "/mcp":
             await self.app(scope, receive, send)
-            return
-        try:
-            body = await read_body(receive)
-        except ClientDisconnect:
-            return  # nobody to answer
+        else:
+            await body_first(self._checked, scope, receive, send)
+
+    async def _checked(self, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             rpc = json.loads(body) if body else {}
         except ValueError:
@@ -194,7 +193,7 @@ class _Gate:
                 await _refuse(send, 403, self.server.challenge("insufficient_scope", wanted))
                 return
 
-        await self.app(scope, replaying(body, receive), send)
+        await self.app(scope, receive, send)
 
 
 async def _refuse(send: Send, status: int, challenge: str) -> None:

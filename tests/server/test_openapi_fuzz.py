@@ -79,10 +79,10 @@ def test_no_request_gets_a_server_error_or_a_contract_mismatch(schema: Any, toke
 
 def test_streams_document_their_errors_as_json_and_routes_their_id_pattern(schema: Any) -> None:
     paths = schema.raw_schema["paths"]
-    for path in ("/run/v1/chat/completions", "/run/api/chat"):
+    for path in ("/run/v1/chat/completions", "/run/api/chat", "/run/agui", "/run/agui/{agent}"):
         responses = paths[path]["post"]["responses"]
         assert list(responses["200"]["content"]) == ["text/event-stream"]
-        for status in ("400", "422"):
+        for status in ("401", "422"):
             assert list(responses[status]["content"]) == ["application/json"]
     for path in (
         "/run/api/conversations/{conversation_id}",
@@ -96,3 +96,17 @@ def test_streams_document_their_errors_as_json_and_routes_their_id_pattern(schem
     assert schema.raw_schema["components"]["schemas"]["UIChatBody"]["properties"]["id"]["pattern"] == (
         CONVERSATION_ID_PATTERN
     )
+
+
+def test_the_agui_routes_take_a_run_agent_input_in_its_camel_case_json(schema: Any) -> None:
+    paths, components = schema.raw_schema["paths"], schema.raw_schema["components"]["schemas"]
+    for path in ("/run/agui", "/run/agui/{agent}"):
+        body = paths[path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/RunAgentBody"}
+    run_agent_input = components["RunAgentBody"]
+    assert {"threadId", "runId", "messages", "tools", "context", "state", "forwardedProps", "resume"} <= set(
+        run_agent_input["properties"]
+    )
+    assert run_agent_input["properties"]["threadId"]["pattern"] == CONVERSATION_ID_PATTERN
+    [agent] = paths["/run/agui/{agent}"]["post"]["parameters"]
+    assert agent["in"] == "path" and agent["name"] == "agent"

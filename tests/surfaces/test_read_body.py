@@ -1,4 +1,5 @@
-"""Reading a request's body ahead of the app: whole, within a limit, and handed on to the app behind."""
+"""Reading a request's body ahead of the app: whole, within a limit, and handed on to the app behind; a middleware
+that needs the body first gets it, or, when its client went away, is not called."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import asyncio
 
 import pytest
 from starlette.requests import ClientDisconnect
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope, Send
 
-from elicithub.surfaces import read_body, replaying
+from elicithub.surfaces import body_first, read_body, replaying
 
 
 def messages(*sent: Message) -> tuple[Receive, list[Message]]:
@@ -62,3 +63,29 @@ def test_the_app_behind_gets_the_body_read_ahead_then_what_comes_after() -> None
         return [await replayed(), await replayed()]
 
     assert asyncio.run(go()) == [chunk(b"ab", more=False), DISCONNECT]
+
+
+def test_a_middleware_gets_the_body_first_and_the_app_behind_it_gets_it_again() -> None:
+    receive, _ = messages(chunk(b"a"), chunk(b"b", more=False), DISCONNECT)
+    seen: list[tuple[bytes, list[Message]]] = []
+
+    async def middleware(body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append((body, [await receive(), await receive()]))
+
+    asyncio.run(body_first(middleware, {"type": "http"}, receive, _never_sent))
+    assert seen == [(b"ab", [chunk(b"ab", more=False), DISCONNECT])]
+
+
+def test_a_middleware_whose_client_left_before_the_body_ended_is_not_called() -> None:
+    receive, _ = messages(chunk(b"12"), DISCONNECT)
+    called: list[bytes] = []
+
+    async def middleware(body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+        called.append(body)
+
+    asyncio.run(body_first(middleware, {"type": "http"}, receive, _never_sent))  # nobody to answer: no error
+    assert called == []
+
+
+async def _never_sent(message: Message) -> None:
+    raise AssertionError(f"nothing is sent: {message}")

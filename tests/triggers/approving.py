@@ -79,6 +79,15 @@ def answer(
         return client.post("/run/api/elicitation-responses", json=body)
 
 
+def audit_record(url: str, elicitation_id: str, admin: str = "dave") -> dict[str, Any]:
+    """The audit's record of one approval, as an admin reads it at `GET /run/api/audit` (its hub makes `admin` one)."""
+    with person(url, admin) as client:
+        response = client.get("/run/api/audit")
+    assert response.status_code == 200, response.text
+    [record] = [r for r in response.json()["records"] if r["elicitationId"] == elicitation_id]
+    return dict(record)
+
+
 def ui_body(conversation_id: str, text: str) -> dict[str, Any]:
     return {"id": conversation_id, "messages": [{"role": "user", "parts": [{"type": "text", "text": text}]}]}
 

@@ -22,6 +22,7 @@ from tests.triggers.approving import (
     OpsServer,
     Requester,
     answer,
+    audit_record,
     person,
     policy,
     tool_output,
@@ -77,26 +78,33 @@ def test_an_approvers_approval_calls_the_tool_once_with_the_edited_arguments(
     assert ops.calls == [{"service": "orders", "replicas": 3}]
 
 
+FREEZE = "not during the freeze"
+
+
 @pytest.mark.parametrize(
-    ("action", "content", "why"),
+    ("action", "content", "why", "words"),
     [
-        ("accept", {"approve": False, "reason": "not during the freeze"}, "denied by bob: not during the freeze"),
-        ("accept", {"approve": False}, "denied by bob"),
-        ("decline", None, "declined by bob"),
-        ("decline", {"reason": "not during the freeze", "approve": True}, "declined by bob: not during the freeze"),
-        ("cancel", None, "cancelled by bob"),
+        ("accept", {"approve": False, "reason": FREEZE}, f"denied by bob: {FREEZE}", FREEZE),
+        ("accept", {"approve": False}, "denied by bob", ""),
+        ("decline", None, "declined by bob", ""),
+        ("decline", {"reason": FREEZE, "approve": True}, f"declined by bob: {FREEZE}", FREEZE),
+        ("cancel", None, "cancelled by bob", ""),
     ],
+    ids=["denied-saying-why", "denied", "declined", "declined-saying-why", "cancelled"],
 )
-def test_a_denial_calls_nothing_and_the_tool_says_why(
-    make_hub: HubFactory, ops: OpsServer, action: str, content: dict[str, Any] | None, why: str
+def test_a_denial_calls_nothing_the_tool_says_why_and_the_audit_keeps_the_approvers_words_alone(
+    make_hub: HubFactory, ops: OpsServer, action: str, content: dict[str, Any] | None, why: str, words: str
 ) -> None:
-    hub = approvals_hub(make_hub, ops)
+    hub = approvals_hub(make_hub, ops, admins=["dave"])
     with Requester(hub.url, "alice", f"conv-deny-{action}", RESTART) as alice:
         pending = alice.until("data-approval-pending")
         assert answer(hub.url, "bob", pending["id"], action, content).status_code == 200
         rest = alice.rest()
     assert tool_output(rest) == (f"Call of ops.restart was not approved: {why}", True)
     assert ops.calls == []
+    record = audit_record(hub.url, pending["id"])
+    assert record["reason"] == words and record["answeredBy"] == "bob"
+    assert record["outcome"] == ("cancelled" if action == "cancel" else "denied")
 
 
 def test_the_first_answer_wins_and_a_second_approvers_is_409(make_hub: HubFactory, ops: OpsServer) -> None:
@@ -295,7 +303,7 @@ def test_a_new_message_while_an_approval_waits_cancels_it_the_tool_is_not_called
     # Its run never goes on (it was stopped): a sweep, on any hub, records its end.
     hub.on_loop(hub.hub.approval_ends.sweep())
     [record] = hub.on_loop(hub.hub.audit.read(Filters(), 10))[0]
-    assert record["outcome"] == "cancelled" and record["reason"] == "it was cancelled"
+    assert record["outcome"] == "cancelled" and record["reason"] == ""  # nobody's words: the outcome says it
     assert_shaped(record, ApprovalRecord)
     assert next(iter(record)) == "elicitationId"  # a page's cursor starts with it
 

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from elicithub.server.identity import SESSION_COOKIE
 from tests.conftest import HubFactory, RunningHub, served
-from tests.triggers.approving import PEOPLE, USERS, OpsServer, answer
+from tests.triggers.approving import PEOPLE, USERS, OpsServer, answer, audit_record
 from tests.web.conftest import NewContext, OpenPage, docs_copy, say, screenshot, session_cookie
 
 RESTART = '/call ops.restart {"service": "orders", "replicas": 2}'
@@ -53,6 +53,7 @@ def approvals_hub(make_hub: HubFactory) -> Iterator[RunningHub]:
                 {"tools": ["ops.*"], "approvers": {"users": ["carol"]}, "allow_edit": True},
                 {"tools": ["ship.*"], "approvers": {"users": ["carol", "alice"]}, "allow_edit": True},
             ],
+            admins=["dave"],  # who reads the audit
         )
 
 
@@ -128,12 +129,15 @@ def test_a_bad_edit_shows_at_its_field_and_a_denial_gives_its_reason(
     expect(error).to_contain_text("does not match")
     expect(item.locator(".prompt")).to_have_attribute("data-state", "pending")
 
+    denied = listed(approvals_hub, "carol")[0]["elicitationId"]
     item.get_by_label("Reason").fill("not this week")
     item.get_by_role("button", name="Deny").click()
     expect(item).to_have_count(0)
     expect(carol.locator("#notice")).to_have_text("alice's call of ship.ship: answered by carol.")
     refusal = "Call of ship.ship was not approved: denied by carol: not this week"
     expect(alice.locator(".tool details pre").last).to_have_text(refusal)
+    record = audit_record(approvals_hub.url, denied)  # the refusal names carol; the audit keeps her words alone
+    assert (record["answeredBy"], record["outcome"], record["reason"]) == ("carol", "denied", "not this week")
 
 
 def stub_stream(page: Page, items: list[dict[str, Any]]) -> None:

@@ -12,13 +12,13 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from elicithub.demo.addresses import base_url
 from elicithub.demo.oauth import CONSENT_PATH, SCOPE, DemoOAuthProvider
-from elicithub.surfaces import read_body, replaying
+from elicithub.surfaces import body_first
 
 MCP_PATH = "/mcp"
 _SEED = (
@@ -151,10 +151,9 @@ class _CountRejections:
             await self.app(scope, receive, send)
             return
         # The bearer check answers before anything reads the body, so read it first (requests here are small).
-        try:
-            body = await read_body(receive)
-        except ClientDisconnect:
-            return  # nobody to answer
+        await body_first(self._counted, scope, receive, send)
+
+    async def _counted(self, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
         probe = b'"initialize"' in body
 
         async def counting_send(message: Message) -> None:
@@ -165,7 +164,7 @@ class _CountRejections:
                     self.stats.unauthenticated += 1
             await send(message)
 
-        await self.app(scope, replaying(body, receive), counting_send)
+        await self.app(scope, receive, counting_send)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,7 +27,7 @@ PAGE = 200
 class ApprovalRecord(TypedDict):
     """One approval as the log keeps it (`GET /run/api/audit` shows it: surfaces/audit.py): the call's `arguments`
     as called, or as asked when it was not; who could answer (`approvers`); the `outcome` (approved, denied, expired
-    or cancelled) and why."""
+    or cancelled) and the approver's `reason`, their words alone."""
 
     elicitationId: str
     at: str

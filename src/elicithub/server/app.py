@@ -10,6 +10,7 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -21,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 from elicithub import __version__
 from elicithub.config import Config
 from elicithub.errors import HubError
-from elicithub.server import web
+from elicithub.server import openapi, web
 from elicithub.server.chat_routes import Wire
 from elicithub.server.hub import Hub
 from elicithub.server.limits import BodyLimit
@@ -68,6 +69,14 @@ class HubApp(FastAPI):
             await self.observed(super().__call__, scope, receive, send, None)
         else:
             await self.observed(functools.partial(self.wire.serve, path), scope, receive, send, path)
+
+    def openapi(self) -> dict[str, Any]:
+        """/openapi.json, built once (FastAPI keeps it), every discriminated union's tag said to be required."""
+        built = self.openapi_schema is not None
+        document = super().openapi()
+        if not built:
+            openapi.tags_required(document)
+        return document
 
 
 class HubServer(uvicorn.Server):

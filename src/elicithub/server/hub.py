@@ -311,7 +311,7 @@ class Hub:
             self.streams,
             keepalive_s=config.streams.keepalive_s,
             retention_s=config.conversations.retention_s,
-            agent=config.agent(None).id,
+            agent_of=lambda name: config.agent(name).id,
         )
         self.surfaces: list[Surface] = [
             self.mcp,

@@ -1,8 +1,9 @@
-"""What /openapi.json says the wire routes answer: the routes served ahead of FastAPI lend it their signatures."""
+"""What /openapi.json says the wire routes answer (the routes served ahead of FastAPI lend it their signatures), and
+what it says of every discriminated union."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from starlette.responses import Response
@@ -42,3 +43,20 @@ async def chat_completions(
 )
 async def ui_chat(body: UIChatBody) -> Response:
     raise NotImplementedError("served by elicithub.server.chat_routes")
+
+
+def tags_required(document: Any) -> None:
+    """Say, beside each `discriminator` in `document`, that its property is required. pydantic needs a discriminated
+    union's tag to tell its members apart, but the JSON Schema it writes leaves the tag optional where each member
+    gives it a default (AG-UI's messages' `role`, their content parts' `type`)."""
+    if isinstance(document, dict):
+        discriminator = document.get("discriminator")
+        if isinstance(discriminator, dict) and "propertyName" in discriminator:
+            required = document.setdefault("required", [])
+            if discriminator["propertyName"] not in required:
+                required.append(discriminator["propertyName"])
+        for value in document.values():
+            tags_required(value)
+    elif isinstance(document, list):
+        for value in document:
+            tags_required(value)

@@ -7,12 +7,13 @@ What guards the protocol surfaces' endpoints, and how they report a refused answ
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, overload
 
 from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope, Send
 
 from elicithub.core.events import StreamEvent, TextDelta, ToolCallFinished
 from elicithub.errors import Expired
@@ -78,3 +79,18 @@ def replaying(body: bytes, receive: Receive) -> Receive:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return replayed
+
+
+WithBody = Callable[[bytes, Scope, Receive, Send], Awaitable[None]]
+"""An ASGI app that is handed the request's whole body first."""
+
+
+async def body_first(app: WithBody, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve a request with `app` once its whole body is read: `app` gets the body, and a `receive` that gives it
+    again to an app behind it. A client gone before its body ends gets nothing: there is nobody to answer (or, past
+    the body limit, `BodyLimit` answers 413)."""
+    try:
+        body = await read_body(receive)
+    except ClientDisconnect:
+        return
+    await app(body, scope, replaying(body, receive), send)

@@ -15,7 +15,8 @@ from elicithub.surfaces.responses import ErrorBody
 
 class AuditRecord(BaseModel):
     """One approval: the call (`tool`, its `arguments` as called, or as asked when it was not), who asked, who could
-    answer, who did, how it ended (approved, denied, expired, cancelled) and why."""
+    answer, who did, how it ended (approved, denied, expired, cancelled) and the approver's `reason` in their own
+    words (`""` when they gave none, or nobody answered)."""
 
     at: str
     elicitationId: str

@@ -7,13 +7,12 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core import jsoncodec
 from elicithub.errors import IdentityUnavailable, InvalidContent
-from elicithub.surfaces import read_body, replaying
+from elicithub.surfaces import body_first
 
 
 class Bearer(Protocol):
@@ -99,11 +98,10 @@ class FiniteNumbers:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
-            return
-        try:
-            body = await read_body(receive)
-        except ClientDisconnect:
-            return  # nobody to answer (or `BodyLimit` answers 413)
+        else:
+            await body_first(self._parsed, scope, receive, send)
+
+    async def _parsed(self, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             jsoncodec.loads(body)
         except jsoncodec.BadNumber as exc:
@@ -111,7 +109,7 @@ class FiniteNumbers:
             return
         except ValueError:
             pass  # not JSON at all: the protocol server says so in its own words
-        await self.app(scope, replaying(body, receive), send)
+        await self.app(scope, receive, send)
 
 
 async def _parse_error(send: Send, status: int, why: str) -> None:

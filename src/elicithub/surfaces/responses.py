@@ -63,6 +63,7 @@ _EVENT = {
 """One server-sent event (OpenAPI 3.2's `itemSchema`, as FastAPI's own SSE routes document theirs)."""
 
 
-def stream(description: str, *statuses: int) -> dict[int | str, dict[str, Any]]:
-    sse = {"content": {"text/event-stream": {"itemSchema": _EVENT}}, "description": description}
+def stream(description: str, *statuses: int, event: dict[str, Any] = _EVENT) -> dict[int | str, dict[str, Any]]:
+    """A stream's 200 (each `event` as its schema says) and the errors of `statuses`."""
+    sse = {"content": {"text/event-stream": {"itemSchema": event}}, "description": description}
     return {200: sse, **errors(*statuses)}

@@ -29,8 +29,8 @@ KEPT_S = 24 * 3600.0
 
 @dataclass(frozen=True)
 class Decision:
-    """Whether the call is approved, why (in the words of the refusal and the audit log), and the audit's outcome:
-    approved, denied, expired or cancelled."""
+    """Whether the call is approved, why (in the refusal's words: who ended it, then the approver's own), and the
+    audit's outcome: approved, denied, expired or cancelled."""
 
     approved: bool
     reason: str
@@ -58,6 +58,13 @@ def decision_of(
     if stopped:
         return Decision(False, "the run was stopped", "cancelled")
     return Decision(False, f"cancelled by {by}" if by else "it was cancelled", "cancelled")
+
+
+def words_of(content: JsonObject | None) -> str:
+    """The approver's own words, as they gave them ("" for none): the audit's `reason`. Who answered and how it ended
+    are the record's `answeredBy` and `outcome`, not words put in their mouth."""
+    reason = (content or {}).get("reason")
+    return reason if isinstance(reason, str) else ""
 
 
 class ApprovalEnds:
@@ -95,7 +102,7 @@ class ApprovalEnds:
                 "approvers": asked_of(ended).to_json(),
                 "answeredBy": ended.answered_by,
                 "outcome": decision.outcome,
-                "reason": decision.reason,
+                "reason": words_of(content),
             }
         )
         about = {"elicitation_id": ended.id, "run_id": ended.run_id}

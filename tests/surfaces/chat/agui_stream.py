@@ -64,12 +64,12 @@ def run_input(thread_id: str, text: str | None = None, resume: list[dict[str, An
     return body
 
 
-def run(hub: HubAddress, body: dict[str, Any], user: str = "alice") -> list[BaseEvent]:
+def run(hub: HubAddress, body: dict[str, Any], user: str = "alice", path: str = "/run/agui") -> list[BaseEvent]:
     token = next(u["token"] for u in USERS if u["id"] == user)
     headers = {"authorization": f"Bearer {token}", "accept": "text/event-stream"}
     with (
         httpx.Client(base_url=hub.url, headers=headers, timeout=60) as client,
-        client.stream("POST", "/run/agui", json=body) as response,
+        client.stream("POST", path, json=body) as response,
     ):
         events = events_of(response, resumed=bool(body.get("resume")))
     assert events[0].type.value == "RUN_STARTED"

@@ -26,15 +26,17 @@ from elicithub.runtime.conversations import Caller
 from tests.auth.conftest import Browser
 from tests.conftest import HubFactory, RunningHub, eventually
 from tests.surfaces.chat.agui_stream import cancelled, interrupts, kinds, resolved, run, run_input, text
+from tests.triggers.approving import audit_record
 
 DEPLOY = '/call deploy.deploy_service {"service": "orders"}'
+PROVISION = '/call mrtr.provision {"name": "agent"}'
 BOOK = "/call travel.send_message " + json.dumps({"message": "Lisbon on Friday"})
 
 
 @pytest.fixture
 def demo_hub(make_hub: HubFactory) -> RunningHub:
-    """The demo, whose rollback policy has its dev user (here alice) approve their own calls."""
-    return make_hub(demo={"enabled": True, "dev_user": "alice"})
+    """The demo, whose rollback policy has its dev user (here alice) approve their own calls; bob reads the audit."""
+    return make_hub(demo={"enabled": True, "dev_user": "alice"}, admins=["bob"])
 
 
 def started_call(events: list[Any]) -> ToolCallStartEvent:
@@ -159,7 +161,9 @@ def test_the_demo_rollback_is_a_tool_call_interrupt_for_its_approval_then_an_inp
     assert demo_hub.run_ended(approval.id)[0].answered_by == "alice"
 
 
-def test_a_denied_approval_refuses_the_call_with_its_reason(demo_hub: RunningHub) -> None:
+def test_a_denied_approval_refuses_the_call_with_its_reason_and_the_audit_keeps_the_reason_alone(
+    demo_hub: RunningHub,
+) -> None:
     [approval] = interrupts(run(demo_hub, run_input("agui-deny", ROLLBACK)))
 
     denied = resolved(approval.id, {"approved": False, "reason": "not during the sale"})
@@ -169,6 +173,8 @@ def test_a_denied_approval_refuses_the_call_with_its_reason(demo_hub: RunningHub
         "Call of release.rollback was not approved: denied by alice: not during the sale"
     )
     assert succeeded(rest)
+    record = audit_record(demo_hub.url, approval.id, admin="bob")
+    assert (record["answeredBy"], record["outcome"], record["reason"]) == ("alice", "denied", "not during the sale")
 
 
 def test_the_deploy_form_is_its_schema_and_declining_it_deploys_nothing(demo_hub: RunningHub) -> None:
@@ -275,6 +281,30 @@ def test_a_payload_that_fails_the_schema_is_invalid_payload_and_the_interrupt_st
     assert result_of(rest).content == "Provisioned bad in us-east-1."
 
 
+@pytest.mark.parametrize(
+    ("region_payload", "region_error"),
+    [({"region": "mars"}, "region: "), (None, "payload: an object is required")],
+    ids=["both-fail-their-schemas", "one-is-no-object"],
+)
+def test_a_resume_failing_in_two_interrupts_is_one_invalid_payload_naming_every_field_and_takes_nothing(
+    hub: RunningHub, region_payload: dict[str, str] | None, region_error: str
+) -> None:
+    thread = f"agui-bad-two-{region_error[0]}"
+    region, confirm = (i.id for i in interrupts(run(hub, run_input(thread, '/call mrtr.deploy {"name": "two"}'))))
+
+    answers = [resolved(region, region_payload), resolved(confirm, {"confirm": "yes"})]
+    error = error_of(run(hub, run_input(thread, resume=answers)))
+
+    assert error.code == "invalid_payload"
+    assert region_error in error.message and region in error.message  # the first interrupt's field
+    assert "confirm: " in error.message and confirm in error.message  # and the second's, in the same message
+    for still_open in (region, confirm):
+        pending = hub.on_loop(hub.hub.store.get(still_open))
+        assert pending is not None and pending.state is State.PENDING
+    fixed = [resolved(region, {"region": "eu-west-1"}), resolved(confirm, {"confirm": True})]
+    assert result_of(run(hub, run_input(thread, resume=fixed))).content == "Deployed two to eu-west-1."
+
+
 def test_new_input_while_interrupts_are_open_is_interrupts_pending(hub: RunningHub) -> None:
     [asking] = interrupts(run(hub, run_input("agui-busy", '/call mrtr.provision {"name": "busy"}')))
 
@@ -360,10 +390,29 @@ def test_a_thread_new_to_the_hub_keeps_the_words_the_client_sent_before_its_mess
     ]
 
 
+AGENTS = [{"id": "assistant", "tools": ["legacy"]}, {"id": "researcher", "tools": ["mrtr"]}]
+
+
+def test_the_path_names_the_agent_and_a_name_of_no_agent_runs_the_default_one(make_hub: HubFactory) -> None:
+    hub = make_hub(agents=AGENTS)
+    echo = '/call legacy.echo {"text": "hi"}'
+
+    researchers = run(hub, run_input("agui-researcher", echo), path="/run/agui/researcher")
+    assert "There is no tool legacy.echo" in text(researchers) and succeeded(researchers)
+    [asking] = interrupts(run(hub, run_input("agui-researcher-asks", PROVISION), path="/run/agui/researcher"))
+    rest = run(hub, run_input("agui-researcher-asks", resume=[resolved(asking.id, {"region": "eu-west-1"})]))
+    assert result_of(rest).content == "Provisioned agent in eu-west-1."  # resumed on either path: its run goes on
+
+    for path in ("/run/agui", "/run/agui/assistant", "/run/agui/nobody"):
+        defaults = run(hub, run_input(f"agui-default-{path.rsplit('/', 1)[-1]}", echo), path=path)
+        assert result_of(defaults).content == "echo: hi" and succeeded(defaults), path
+
+
+@pytest.mark.parametrize("path", ["/run/agui", "/run/agui/researcher"])
 @pytest.mark.parametrize("authorization", [None, "Bearer not-a-token"])
-def test_no_or_a_bad_token_is_401_json_and_no_stream(hub: RunningHub, authorization: str | None) -> None:
+def test_no_or_a_bad_token_is_401_json_and_no_stream(hub: RunningHub, authorization: str | None, path: str) -> None:
     headers = {} if authorization is None else {"authorization": authorization}
-    response = httpx.post(f"{hub.url}/run/agui", json=run_input("agui-401", "hi"), headers=headers)
+    response = httpx.post(f"{hub.url}{path}", json=run_input("agui-401", "hi"), headers=headers)
 
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"

@@ -11,11 +11,23 @@ from typing import Any
 import httpx
 import pytest
 
+from elicithub.server.identity import SESSION_COOKIE
 from tests.auth.oidc_provider import OidcProvider, oidc_provider
 from tests.auth.test_oidc_sign_in import sign_in
 from tests.conftest import HubFactory, McpProcess, RunningHub, free_port
 from tests.surfaces.pages.inboxes import KEEPALIVE_S, InboxStream, listed
-from tests.triggers.approving import GROUPS, PEOPLE, RESTART, USERS, OpsServer, Requester, answer, policy, tool_output
+from tests.triggers.approving import (
+    GROUPS,
+    PEOPLE,
+    RESTART,
+    USERS,
+    OpsServer,
+    Requester,
+    answer,
+    audit_record,
+    policy,
+    tool_output,
+)
 
 PROVISION = '/call mrtr.provision {"name": "orders"}'
 ENDED = {"type": "inbox-removed", "outcome": "accepted"}
@@ -98,6 +110,25 @@ def test_each_person_lists_their_own_questions_and_the_approvals_routed_to_them(
         assert tool_output(restart.rest()) == ("Call of ops.restart was not approved: denied by carol", True)
         assert listed(hub.url, PEOPLE["carol"]) == []
         assert [q["elicitationId"] for q in listed(hub.url, PEOPLE["alice"])] == [question["elicitationId"]]
+
+
+def test_an_approval_answered_as_the_inbox_page_answers_keeps_the_approvers_words_alone_in_the_audit(
+    inbox_hub: InboxHub,
+) -> None:
+    hub = inbox_hub(admins=["dave"])
+    with Requester(hub.url, "alice", "conv-page", RESTART) as restart:
+        restart.until("data-approval-pending")
+        [routed] = listed(hub.url, PEOPLE["carol"])
+        # What /inbox's script sends: the answer endpoint, with carol's session cookie, from the hub's own origin.
+        cookies = {SESSION_COOKIE: hub.hub.identity.session_token("carol")}
+        denial = {"approve": False, "reason": "over budget"}
+        body = {"elicitationId": routed["elicitationId"], "action": "accept", "content": denial}
+        with httpx.Client(base_url=hub.url, cookies=cookies, headers={"origin": hub.url}, timeout=30) as page:
+            assert page.post("/run/api/elicitation-responses", json=body).status_code == 200
+        refusal = "Call of ops.restart was not approved: denied by carol: over budget"
+        assert tool_output(restart.rest()) == (refusal, True)
+    record = audit_record(hub.url, routed["elicitationId"])
+    assert (record["answeredBy"], record["outcome"], record["reason"]) == ("carol", "denied", "over budget")
 
 
 def test_the_list_is_newest_first(hub: RunningHub) -> None:

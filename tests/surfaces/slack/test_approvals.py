@@ -16,7 +16,7 @@ from elicithub.surfaces.slack.approval_blocks import edit_view
 from tests.conftest import free_port
 from tests.surfaces.slack.conftest import ALICE, BOB, EVE, SlackHub, slack_config, submission
 from tests.surfaces.slack.standin import Message, SlackStandIn
-from tests.triggers.approving import RESTART, USERS, OpsServer, Requester, policy, tool_output
+from tests.triggers.approving import RESTART, USERS, OpsServer, Requester, audit_record, policy, tool_output
 
 CAROL, DAVE = "UCAROL", "UDAVE"
 SLACK_USERS = {ALICE: "alice", BOB: "bob", CAROL: "carol", DAVE: "dave"}  # Eve has no mapping
@@ -48,6 +48,7 @@ def hub_for(slack_env: None, standin: SlackStandIn, tmp_path: Path, ops: OpsServ
             groups={"ops": ["bob", "carol"]},
             mcp_servers=[{"id": "ops", "url": ops.url}],
             approvals=[policy(**changes)],
+            admins=["dave"],  # who reads the audit
         )
         data["slack"]["users"] = SLACK_USERS
         hubs.append(SlackHub(data, port, standin))
@@ -143,7 +144,7 @@ def test_deny_asks_a_reason_refuses_the_call_and_every_message_says_why(
 ) -> None:
     hub = hub_for()
     with Requester(hub.url, "alice", "conv-deny", RESTART) as alice:
-        alice.until("data-approval-pending")
+        pending = alice.until("data-approval-pending")
         bob, carol = dm_of(standin, BOB), dm_of(standin, CAROL)
         hub.press(BOB, bob, DENY)
         view = opened_view(standin, 1)
@@ -154,6 +155,8 @@ def test_deny_asks_a_reason_refuses_the_call_and_every_message_says_why(
     assert ops.calls == []
     for dm in (bob, carol):
         ended(standin, dm, "Denied by bob: not during the freeze")
+    record = audit_record(hub.url, pending["id"])
+    assert (record["answeredBy"], record["outcome"], record["reason"]) == ("bob", "denied", "not during the freeze")
 
 
 def test_a_second_approvers_press_is_not_taken_and_tells_them_who_answered(

@@ -1,19 +1,21 @@
-"""`POST /run/agui`: the hub's agent as an AG-UI 1.0 agent, its questions as the protocol's interrupts.
+"""`POST /run/agui`: the hub's agents as AG-UI 1.0 agents, their questions as the protocol's interrupts.
 
-A `RunAgentInput`'s `threadId` is the conversation (per user, as conversation ids are). A run streams until it
-pauses on questions, then ends: a `MESSAGES_SNAPSHOT`, then `RUN_FINISHED` with one interrupt per open question
-(agui_interrupts.py). The next input on the thread resumes them by AG-UI's contract rules, which differ from the
-chat surfaces' on purpose: one `resume` covers every open interrupt, or nothing is taken and the run ends in
-`RUN_ERROR` with the interrupts still open; the continuation then streams on that request. Where a round paused
-(the hub's run, the log position after its pause, the call it paused in) is kept in the hub's store, so any
-instance takes its resume.
+`POST /run/agui/{agent}` runs that agent, `POST /run/agui` the default one (a name that is no agent's means the
+default, as the chat surfaces' `model` and `agent` do). A `RunAgentInput`'s `threadId` is the conversation (per
+user, as conversation ids are). A run streams until it pauses on questions, then ends: a `MESSAGES_SNAPSHOT`, then
+`RUN_FINISHED` with one interrupt per open question (agui_interrupts.py). The next input on the thread resumes them
+by AG-UI's contract rules, which differ from the chat surfaces' on purpose: one `resume` covers every open
+interrupt, or nothing is taken and the run ends in `RUN_ERROR` with the interrupts still open; the continuation
+then streams on that request. Where a round paused (the hub's run, the log position after its pause, the call it
+paused in) is kept in the hub's store, so any instance takes its resume. What /openapi.json says of these routes is
+in agui_openapi.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput, UserMessage
@@ -38,12 +40,14 @@ from elicithub.errors import (
 )
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
-from elicithub.surfaces.chat.agui_interrupts import answer_of, interrupt
-from elicithub.surfaces.gates import Bearer, bearer_token, refusal
+from elicithub.surfaces.chat.agui_interrupts import BadPayload, answer_of, interrupt
+from elicithub.surfaces.chat.agui_openapi import documented
+from elicithub.surfaces.gates import Bearer, bearer_token
 from elicithub.surfaces.mcp.asking import ends_with_sign_in
 from elicithub.surfaces.streaming import OpenStreams, SSEResponse
 
 PATH = "/run/agui"
+AGENT_PATH = PATH + "/{agent}"
 
 
 class _Refused(HubError):
@@ -75,17 +79,22 @@ class AguiSurface:
         *,
         keepalive_s: float,
         retention_s: float,
-        agent: str,
+        agent_of: Callable[[str | None], str],
     ) -> None:
-        """`agent`: the hub's agent a thread talks to; `retention_s`: how long a thread's interrupts are kept."""
+        """`agent_of`: the id of the hub's agent a path's name (None: none) picks; `retention_s`: how long a
+        thread's interrupts are kept."""
         self.conversations = conversations
         self.kv = kv
         self.bearer = bearer
         self.streams = streams
         self.keepalive_s = keepalive_s
         self.retention_s = retention_s
-        self.agent = agent
-        self._routes: list[BaseRoute] = [Route(PATH, self.endpoint, methods=["POST"], include_in_schema=False)]
+        self.agent_of = agent_of
+        # Served by these; the documented routes after them, which only describe them, are never reached.
+        self._routes: list[BaseRoute] = [
+            *(Route(path, self.endpoint, methods=["POST"], include_in_schema=False) for path in (PATH, AGENT_PATH)),
+            *documented.routes,
+        ]
 
     @property
     def routes(self) -> list[BaseRoute]:
@@ -119,10 +128,12 @@ class AguiSurface:
         except HubError as exc:
             return _error(422, exc.code, f"threadId: {exc}")
         caller = Caller(user, supports_elicitation=True, surface="agui")
-        frames = self._frames(caller, given)
+        frames = self._frames(caller, given, self.agent_of(request.path_params.get("agent")))
         return SSEResponse(frames, keepalive_s=self.keepalive_s, headers={}, streams=self.streams)
 
-    async def _frames(self, caller: Caller, given: RunAgentInput) -> AsyncGenerator[tuple[bytes, bool], None]:
+    async def _frames(
+        self, caller: Caller, given: RunAgentInput, agent: str
+    ) -> AsyncGenerator[tuple[bytes, bool], None]:
         encoder = EventEncoder()
 
         def frame(events: list[BaseEvent], last: bool = False) -> tuple[bytes, bool]:
@@ -131,7 +142,7 @@ class AguiSurface:
         writer = AguiWriter(given.thread_id, given.run_id)
         yield frame(writer.start())
         try:
-            start = await self._take(caller, given)
+            start = await self._take(caller, given, agent)
         except HubError as exc:  # _Refused, or what the hub refuses itself: nothing of the input was taken
             yield frame(writer.error(exc.code, str(exc)), last=True)
             return
@@ -160,8 +171,9 @@ class AguiSurface:
 
     # -- what an input asks: a new message, or a resume
 
-    async def _take(self, caller: Caller, given: RunAgentInput) -> Interrupted:
-        """Take the input (nothing when it does not conform): where its stream follows the hub's run from."""
+    async def _take(self, caller: Caller, given: RunAgentInput, agent: str) -> Interrupted:
+        """Take the input (nothing when it does not conform): where its stream follows the hub's run from. A resume
+        goes on with the run it resumes, whichever agent's; a new message starts a run of `agent`."""
         open_ids = [e.id for e in await self.conversations.open_questions(caller, await self._open(caller, given))]
         if given.resume:
             return await self._resume(caller, given.thread_id, given.resume, open_ids)
@@ -175,21 +187,22 @@ class AguiSurface:
         if not isinstance(last, UserMessage):
             raise _Refused("invalid_payload", "messages: the last message must be from the user.")
         told = history(given.messages[:-1])  # taken only when the hub does not know the thread yet
-        sent = await self.conversations.send(
-            caller, given.thread_id, words(last.content), agent=self.agent, history=told
-        )
+        sent = await self.conversations.send(caller, given.thread_id, words(last.content), agent=agent, history=told)
         return Interrupted(given.thread_id, sent.run_id, sent.after, None)
 
     async def _resume(
         self, caller: Caller, thread_id: str, entries: Sequence[ResumeEntry], open_ids: list[str]
     ) -> Interrupted:
         """Every entry is checked before any is taken (AG-UI rules 2-8); a replay of one taken is taken again as
-        the same answer (the broker's idempotent repeat), and its stream reads the run on from the same pause."""
+        the same answer (the broker's idempotent repeat), and its stream reads the run on from the same pause.
+        Payloads that do not fit are refused together, every field of every entry named, so that a client fixes
+        them all in one round trip."""
         ids = [e.interrupt_id for e in entries]
         if len(set(ids)) != len(ids):
             raise _Refused("invalid_payload", "resume: each interrupt is addressed once.")
         answers: list[tuple[Elicitation, Answer]] = []
         where: list[Interrupted] = []
+        unfit: dict[str, list[str]] = {}  # by interrupt: its payload's problems, each `field: message`
         for entry in entries:
             interrupted = await self._interrupted(caller, entry.interrupt_id)
             if interrupted is None or interrupted.thread_id != thread_id:
@@ -200,14 +213,22 @@ class AguiSurface:
                 await self.conversations.check(caller, question.id, answer)
             except ElicitationNotFound:
                 raise _unknown(entry.interrupt_id) from None
-            except InvalidContent as exc:
-                raise _Refused("invalid_payload", refusal(exc)) from None
+            except InvalidContent as exc:  # the content does not fit the question's schema
+                unfit[entry.interrupt_id] = [f"{e.field}: {e.message}" for e in exc.errors]
+                continue
+            except BadPayload as exc:  # the payload does not fit the interrupt's shape
+                unfit[entry.interrupt_id] = exc.errors
+                continue
             except Expired:
                 raise _Refused("expired", f"Interrupt {entry.interrupt_id} has expired.") from None
-            except HubError as exc:  # BadPayload: the payload does not fit the interrupt's shape
+            except HubError as exc:
                 raise _Refused(exc.code, str(exc)) from None
             answers.append((question, answer))
             where.append(interrupted)
+        if unfit:
+            raise _Refused(
+                "invalid_payload", " ".join(f"resume payload for {i}: {'; '.join(p)}." for i, p in unfit.items())
+            )
         missing = [i for i in open_ids if i not in ids]
         if missing:
             raise _Refused("resume_incomplete", f"resume: address every open interrupt (missing {', '.join(missing)}).")

@@ -30,6 +30,7 @@ class BadPayload(HubError):
 
     def __init__(self, interrupt_id: str, errors: list[str]) -> None:
         super().__init__(f"resume payload for {interrupt_id}: " + "; ".join(errors))
+        self.errors = errors
 
 
 def interrupt(elicitation: Elicitation, tool_call_id: str | None) -> Interrupt:

@@ -10,13 +10,13 @@ come while it ends wait for it (the SDK then answers them 404, the session being
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections import Counter
 
-from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from elicithub.surfaces import read_body, replaying
+from elicithub.surfaces import body_first
 
 
 class SessionEnd:
@@ -35,14 +35,13 @@ class SessionEnd:
         elif scope["method"] == "DELETE":
             await self._end(session, scope, receive, send)
         else:
-            try:
-                body = await read_body(receive)
-            except ClientDisconnect:
-                return  # nobody to answer
-            if _is_request(body):  # a request's answer may take the whole call: ending ends it
-                await self.app(scope, replaying(body, receive), send)
-            else:
-                await self._hand(session, scope, replaying(body, receive), send)
+            await body_first(functools.partial(self._posted, session), scope, receive, send)
+
+    async def _posted(self, session: str, body: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+        if _is_request(body):  # a request's answer may take the whole call: ending ends it
+            await self.app(scope, receive, send)
+        else:
+            await self._hand(session, scope, receive, send)
 
     async def _end(self, session: str, scope: Scope, receive: Receive, send: Send) -> None:
         async with self.changed:
