@@ -26,6 +26,8 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + RoundsExceeded (protocol.mcp_rounds)
   + EmptyRound (protocol.mcp_rounds)
   + BadPayload (surfaces.chat.agui_interrupts)
+  + Unreadable (runtime.models.seam)
+  + ModelFailed (runtime.models.streamed)
   + ConfigError (config)
   + KeyUnusable
   + SlackUnusable
