@@ -15,7 +15,7 @@ from openai import OpenAI
 
 from elicithub.core.runs import conversation_key
 from elicithub.runtime.models.context import estimate_tokens, message_tokens
-from tests.conftest import HubFactory, McpProcess, RunningHub, sse_data
+from tests.conftest import HubFactory, McpProcess, RunningHub, sse_data, sse_numbered
 from tests.models.script import Fail, Gate, Hang, Recorded, Text, Thinking, ToolCall
 from tests.models.standins import ModelStandIn
 from tests.server.test_chat_openai import conversation, items
@@ -333,3 +333,25 @@ def test_a_reader_on_another_hub_sees_the_words_as_the_model_streams_them(
     assert text_of(read) == "One, two, three."
     assert text_of(seen + first.rest()) == "One, two, three."
     first.close()
+
+
+def test_a_reader_back_with_its_last_event_id_mid_turn_gets_only_the_rest(
+    make_hub: HubFactory, standin: ModelStandIn
+) -> None:
+    hub = make_hub(models=[entry(standin, "anthropic")], model="gpt")
+    gate = Gate()
+    standin.reply(Thinking("Counting."), Text("One, "), Text("two, "), gate, Text("three."))
+    first = UIStream(hub.client(), ui_body("conv-last-id", text_part("count")))
+    had: list[tuple[str, dict[str, Any]]] = []
+    for numbered in sse_numbered(first.response):
+        had.append(numbered)
+        if text_of([p for _, p in had]) == "One, two, ":
+            break
+    first.close()  # the client goes away inside the turn, with what it had
+    last_id = had[-1][0]
+    assert last_id.endswith(":10.9")  # inside the turn: ten characters of text, nine of thinking
+    with hub.client().stream("GET", "/run/api/chat/conv-last-id/stream", headers={"last-event-id": last_id}) as back:
+        gate.release()
+        rest = [p for _, p in sse_numbered(back)]
+    assert text_of(rest) == "three."  # nothing doubled, nothing lost
+    assert not [p for p in rest if p["type"] == "reasoning-delta"]

@@ -16,9 +16,13 @@ from tests.server.test_chat_ui_stream import UIStream, text_part, ui_body
 
 
 def test_an_event_id_of_ours_is_its_run_and_position() -> None:
-    assert parse_event_id("run_abc:12") == ("run_abc", 12)
-    assert parse_event_id("run:with:colons:7") == ("run:with:colons", 7)
-    assert parse_event_id("run_abc:" + "9" * 18) == ("run_abc", 10**18 - 1)
+    assert parse_event_id("run_abc:12") == ("run_abc", 12, (0, 0))
+    assert parse_event_id("run:with:colons:7") == ("run:with:colons", 7, (0, 0))
+    assert parse_event_id("run_abc:" + "9" * 18) == ("run_abc", 10**18 - 1, (0, 0))
+    # Inside a model turn that streamed: how much of its text and thinking the reader had.
+    assert parse_event_id("run_abc:12:40.3") == ("run_abc", 12, (40, 3))
+    assert parse_event_id("run_abc:12:40.x") is None
+    assert parse_event_id("run_abc:12:" + "9" * 19 + ".0") is None
 
 
 @pytest.mark.parametrize(

@@ -168,19 +168,25 @@ class Conversations:
         return Following(run_id, self._follow(key, run_id, after, "chat"))
 
     async def reattach(
-        self, caller: Caller, conversation_id: str, resume: tuple[str, int] | None = None
+        self,
+        caller: Caller,
+        conversation_id: str,
+        resume: tuple[str, int] | None = None,
+        read: tuple[int, int] = (0, 0),
     ) -> Following | None:
         """For a reader coming back: the rest of the run `resume` names after its position (whether that run still
-        goes on or has ended since, as long as the log keeps the rest), or else the active run's events from its
-        start. None when neither has anything to give."""
+        goes on or has ended since, as long as the log keeps the rest; `read`: what it had of a model turn that
+        streamed there), or else the active run's events from its start. None when neither has anything to give."""
         conversation = await self.get(caller, conversation_id, messages=False)
         run_id = conversation.active_run_id
-        if resume is not None and resume[0] != run_id and await self.stream.holds(conversation.key, *resume):
-            return Following(resume[0], self._follow(conversation.key, resume[0], resume[1], "reattached"))
+        key = conversation.key
+        if resume is not None and resume[0] != run_id and await self.stream.holds(key, resume[0], resume[1]):
+            return Following(resume[0], self._follow(key, resume[0], resume[1], "reattached", read))
         if run_id is None:
             return None
-        after = resume[1] if resume is not None and resume[0] == run_id else conversation.active_run_after
-        return Following(run_id, self._follow(conversation.key, run_id, after, "reattached"))
+        if resume is not None and resume[0] == run_id:
+            return Following(run_id, self._follow(key, run_id, resume[1], "reattached", read))
+        return Following(run_id, self._follow(key, run_id, conversation.active_run_after, "reattached"))
 
     async def pending(self, caller: Caller, conversation_id: str) -> list[Elicitation]:
         """The questions the conversation's run waits on now, oldest first."""
@@ -323,11 +329,11 @@ class Conversations:
                 self.stream.live.stop(key, child)
             run = None if child is None else await self.backend.runs.get(child, messages=False)
 
-    async def _follow(self, key: str, run_id: str, after: int, kind: str) -> Followed:
+    async def _follow(self, key: str, run_id: str, after: int, kind: str, read: tuple[int, int] = (0, 0)) -> Followed:
         self._readers[run_id] += 1
         self._reader_kinds[kind] += 1
         try:
-            async for item in self.stream.follow(key, run_id, after):
+            async for item in self.stream.follow(key, run_id, after, read):
                 yield item
         finally:
             self._reader_kinds[kind] -= 1

@@ -78,15 +78,19 @@ class RunStream:
             after = found[-1][0]
         return None
 
-    async def follow(self, key: str, run_id: str, after: int) -> AsyncIterator[tuple[int, StreamEvent]]:
+    async def follow(
+        self, key: str, run_id: str, after: int, read: tuple[int, int] = (0, 0)
+    ) -> AsyncIterator[tuple[int, StreamEvent]]:
         """The run's events after position `after`, as they come, up to and including its RunFinished; a model
-        turn's text piece by piece as it streams (each piece numbered with the position before it).
+        turn's text piece by piece as it streams, each numbered with a `LivePosition` (the position before it, and
+        how much of the turn the reader has with it). `read`: how many characters of text and of thinking of the
+        turn that streamed at `after` the reader already has (from a `LivePosition`); it gets the rest.
 
         An end of a question can be announced twice (by the instance that took the answer and by the one whose
         run waited); readers get the first.
         """
         announced: set[str] = set()
-        turns = _Turns(run_id)
+        turns = _Turns(run_id, read)
         with self.live.subscribe(key) as pieces:
             # Subscribed first: what streams from now on comes on the queue, what streamed before is in the snapshot.
             turns.hold(await self.live.snapshot(key, run_id))
@@ -99,8 +103,8 @@ class RunStream:
                         found = await self.log.read(key, after)
                         if not found:
                             caught_up = True
-                            for event in turns.caught_up():
-                                yield after, event
+                            for event, have in turns.caught_up():
+                                yield LivePosition(after, *have), event
                             continue
                     else:
                         if waiting is None:
@@ -120,8 +124,8 @@ class RunStream:
                                     yield seq, event
                                     if isinstance(event, RunFinished):
                                         return
-                            for event in turns.pieces(got):
-                                yield after, event
+                            for event, have in turns.pieces(got):
+                                yield LivePosition(after, *have), event
                             continue
                         found = waiting.result()
                         waiting = None
@@ -161,17 +165,46 @@ class RunStream:
                 yield seq, shown
 
 
+class LivePosition(int):
+    """Where a reader is inside a model turn that streams: the log's position before the turn's pieces, and how many
+    characters of its text and of its thinking the reader has had (the SSE id `RUN:SEQ:TEXT.THINKING`, so that a
+    reader back with it gets the rest of the turn, not all of it again)."""
+
+    text: int
+    reasoning: int
+
+    def __new__(cls, seq: int, text: int = 0, reasoning: int = 0) -> LivePosition:
+        position = super().__new__(cls, seq)
+        position.text, position.reasoning = text, reasoning
+        return position
+
+
+Shown = list[tuple[StreamEvent, tuple[int, int]]]
+"""Events a turn's pieces show, each with how much of its text and thinking the reader has then."""
+
+
 class _Turns:
     """One reader's view of a run's model turns: which have started (on the log) and ended, how much of each it
-    has read, and the pieces it holds until it has read their turn's start."""
+    has read, and the pieces it holds until it has read their turn's start. `read`: what it has of the first turn
+    whose start it does not read (it began reading inside that turn)."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, read: tuple[int, int] = (0, 0)) -> None:
         self.run_id = run_id
         self._started: set[str] = set()
         self._ended: set[str] = set()
         self._read: dict[tuple[str, str], int] = {}
         self._held: list[Piece] = []
         self._caught_up = False
+        self._had: tuple[int, int] | None = read if read != (0, 0) else None
+
+    def _join(self, turn: str) -> None:
+        """The reader meets `turn` without having read its start: it began reading inside it."""
+        if self._had is not None:
+            self._read[turn, "text"], self._read[turn, "reasoning"] = self._had
+            self._had = None
+
+    def _have(self, turn: str) -> tuple[int, int]:
+        return self._read.get((turn, "text"), 0), self._read.get((turn, "reasoning"), 0)
 
     def hold(self, pieces: list[Piece]) -> None:
         self._held.extend(pieces)
@@ -180,7 +213,7 @@ class _Turns:
         """Whether a piece of this run belongs to a turn whose start this reader has not read."""
         return any(p.run_id == self.run_id and p.turn not in self._started | self._ended for p in pieces)
 
-    def caught_up(self) -> list[StreamEvent]:
+    def caught_up(self) -> Shown:
         """The reader has read the log to its end: a turn whose pieces it holds began before where it started."""
         self._caught_up = True
         held, self._held = self._held, []
@@ -190,10 +223,13 @@ class _Turns:
         """What a logged event shows: a turn's end shows what this reader has not read of it."""
         if isinstance(event, StepStarted):
             self._started.add(event.turn)
+            self._had = None  # it reads this turn from its start
             held = [p for p in self._held if p.turn == event.turn]
             self._held = [p for p in self._held if p.turn != event.turn]
-            return [event, *self.pieces(held)]
+            return [event, *(shown for shown, _ in self.pieces(held))]
         if isinstance(event, ModelSaid):
+            if event.turn not in self._started:
+                self._join(event.turn)
             self._ended.add(event.turn)
             shown: list[StreamEvent] = []
             reasoning = event.reasoning[self._read.get((event.turn, "reasoning"), 0) :]
@@ -207,8 +243,8 @@ class _Turns:
             return shown
         return [event]
 
-    def pieces(self, pieces: list[Piece]) -> list[StreamEvent]:
-        shown: list[StreamEvent] = []
+    def pieces(self, pieces: list[Piece]) -> Shown:
+        shown: Shown = []
         for piece in pieces:
             if piece.run_id != self.run_id or piece.turn in self._ended:
                 continue
@@ -217,16 +253,19 @@ class _Turns:
                     self._held.append(piece)
                     continue
                 self._started.add(piece.turn)  # its start was before where this reader began
+                self._join(piece.turn)
             slot = (piece.turn, piece.call_id or piece.kind)
             read = self._read.get(slot, 0)
             if piece.offset > read or (piece.offset + len(piece.text) <= read and (piece.text or read)):
                 continue  # a gap (the reader fell behind: the turn's end brings the rest), or read already
             text = piece.text[read - piece.offset :]
             self._read[slot] = piece.offset + len(piece.text)
+            event: StreamEvent
             if piece.kind == "text":
-                shown.append(TextDelta(text))
+                event = TextDelta(text)
             elif piece.kind == "reasoning":
-                shown.append(ReasoningDelta(text))
+                event = ReasoningDelta(text)
             else:
-                shown.append(ToolInputDelta(piece.call_id, piece.name, text, first=read == 0 and piece.offset == 0))
+                event = ToolInputDelta(piece.call_id, piece.name, text, first=read == 0 and piece.offset == 0)
+            shown.append((event, self._have(piece.turn)))
         return shown

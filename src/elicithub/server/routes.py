@@ -56,7 +56,10 @@ def hub_routes(hub: Hub) -> APIRouter:
         end even when that came meanwhile; else the active run from its start; 204 when neither has anything."""
         caller = await caller_of(hub, request)
         resume = parse_event_id(last_event_id)
-        followed = await hub.conversations.reattach(caller, conversation_id, resume)
+        at = None if resume is None else (resume.run_id, resume.seq)
+        followed = await hub.conversations.reattach(
+            caller, conversation_id, at, (0, 0) if resume is None else resume.read
+        )
         if followed is None:
             return Response(status_code=204)
         headers = {**UI_HEADERS, "x-conversation-id": conversation_id}

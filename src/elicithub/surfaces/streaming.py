@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from elicithub.core.events import RunFinished, StreamEvent
+from elicithub.runtime.stream import LivePosition
 
 
 class Writer(Protocol):
@@ -194,7 +195,7 @@ async def _frames(
             lines = writer.write(event)
             finished = isinstance(event, RunFinished) or writer.ended
             if lines:
-                yield _data(lines, f"{run_id}:{seq}" if writer.event_ids else None), finished
+                yield _data(lines, event_id(run_id, seq) if writer.event_ids else None), finished
             if finished:
                 return
     finally:
@@ -213,10 +214,38 @@ _MAX_SEQ_DIGITS = 18
 """Every position the hub writes fits a signed 64-bit integer (what the stores index); a longer one is not ours."""
 
 
-def parse_event_id(value: str | None) -> tuple[str, int] | None:
-    """`RUN:SEQ` from a `Last-Event-ID` header; None when absent or not ours, whatever its length."""
+class EventId(NamedTuple):
+    """A `Last-Event-ID` of ours: the run, its log position, and inside a model turn that streamed there how many
+    characters of its text and thinking the reader had."""
+
+    run_id: str
+    seq: int
+    read: tuple[int, int] = (0, 0)
+
+
+def event_id(run_id: str, seq: int) -> str:
+    """`RUN:SEQ`, or inside a streaming model turn `RUN:SEQ:TEXT.THINKING` (runtime/stream.py's LivePosition)."""
+    if isinstance(seq, LivePosition):
+        return f"{run_id}:{int(seq)}:{seq.text}.{seq.reasoning}"
+    return f"{run_id}:{seq}"
+
+
+def _number(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= _MAX_SEQ_DIGITS else None
+
+
+def parse_event_id(value: str | None) -> EventId | None:
+    """An `EventId` from a `Last-Event-ID` header; None when absent or not ours, whatever its length."""
     if not value:
         return None
-    run_id, _, seq = value.rpartition(":")
-    ours = run_id and seq.isascii() and seq.isdigit() and len(seq) <= _MAX_SEQ_DIGITS
-    return (run_id, int(seq)) if ours else None
+    head, _, last = value.rpartition(":")
+    read = (0, 0)
+    if "." in last:  # RUN:SEQ:TEXT.THINKING
+        text, _, reasoning = last.partition(".")
+        counts = _number(text), _number(reasoning)
+        if counts[0] is None or counts[1] is None:
+            return None
+        read = (counts[0], counts[1])
+        head, _, last = head.rpartition(":")
+    seq = _number(last)
+    return EventId(head, seq, read) if head and seq is not None else None
