@@ -1,5 +1,6 @@
 """The documentation site builds with `mkdocs build --strict` (no broken link, anchor or nav entry, no warning), its
-configuration reference covers every key of the config, and the README stays a front page."""
+configuration reference covers every key of the config, the README stays a front page, and the example configs the
+docs show are configs the hub accepts."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from types import ModuleType
 from typing import Any, get_args
 
 import pytest
+import yaml
 from pydantic import BaseModel
+from typer.testing import CliRunner
 
-from elicithub.config import Config
+from elicithub.cli import app
+from elicithub.config import Config, ModelEntry, load_config, parse_config
 from elicithub.demo.launcher import SUGGESTIONS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,3 +118,39 @@ def test_the_widget_suggests_every_demo_call_the_readme_shows() -> None:
     calls = re.findall(r"^/call .+$", demo, re.MULTILINE)
     assert len(calls) == 5
     assert set(calls) <= {s["message"] for s in SUGGESTIONS}
+
+
+def yaml_examples(page: str) -> list[str]:
+    """The YAML code blocks of a page under docs/."""
+    return re.findall(r"^```yaml\n(.*?)^```", (REPO / "docs" / page).read_text(), re.DOTALL | re.MULTILINE)
+
+
+def test_every_yaml_example_of_the_models_page_is_a_config_the_hub_accepts() -> None:
+    examples = yaml_examples("models.md")
+    assert len(examples) >= 7  # the overview, OpenAI, Anthropic, Gemini, Ollama, vLLM, Azure
+    providers = set()
+    for example in examples:
+        data = yaml.safe_load(example)
+        variables = re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", example)
+        config = parse_config(data, "docs/models.md", environ=dict.fromkeys(variables, "set"))
+        assert isinstance(config.default_model(), ModelEntry), example  # each shows a model the agents run on
+        providers |= {(m.provider, m.base_url) for m in config.models}
+    bases = {base for provider, base in providers if provider == "openai-compatible"}
+    assert {"http://127.0.0.1:11434/v1", "http://vllm:8000/v1", "https://NAME.openai.azure.com/openai/v1"} <= bases
+    assert {"openai", "anthropic", "google"} <= {provider for provider, _ in providers}
+
+
+def test_the_ollama_demo_config_passes_config_check_with_its_instructions_read() -> None:
+    path = REPO / "deploy" / "ollama.yaml"
+    result = CliRunner().invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "  model       local (openai-compatible qwen2.5)" in lines
+    assert "  agent       assistant: model local, at most 6 steps" in lines
+    config = load_config(path)
+    assert config.demo.enabled
+    [model] = config.models
+    assert (model.provider, model.base_url) == ("openai-compatible", "http://127.0.0.1:11434/v1")
+    assistant = config.agent("assistant")
+    assert assistant.instructions == (REPO / "deploy" / "prompts" / "assistant.md").read_text()
+    assert all(agent.instructions for agent in config.agents)

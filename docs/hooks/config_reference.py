@@ -20,8 +20,8 @@ from elicithub.config import Config
 PAGE = "config-reference.md"
 INTRO = """# Configuration reference
 
-Every key of the config file, generated from the hub's own models (`src/elicithub/config.py` and the
-`config_*.py` sections it imports) each time the site is built. `elicithub config check FILE` validates a file
+Every key of the config file, generated from the hub's own models (`src/elicithub/config/`, a module per
+section) each time the site is built. `elicithub config check FILE` validates a file
 against the same models; an unknown key or a bad value is an error naming its key path. See
 [Configuration](configuration.md) for how the pieces fit together.
 """

@@ -110,9 +110,10 @@ class Config(Strict):
         Annotated[str, Tag("tagged-id")] | Annotated[ModelConfig, Tag("tagged-config")],
         Discriminator(lambda value: "tagged-id" if isinstance(value, str) else "tagged-config"),
     ] = ModelConfig()
-    """The default model: the id of one of `models:`, or v1's `{kind: scripted}` / `{kind: openai, ...}`."""
+    """The default model, which agents without a `model` of their own run on: the id of one of `models:`, or v1's
+    `{kind: scripted}` (the default) or `{kind: openai, ...}`."""
     models: list[ModelEntry] = []
-    """The providers' models agents may run on."""
+    """The providers' models agents may run on, each named once by its id."""
     users: list[UserConfig] = []
     admins: list[Annotated[str, Field(min_length=1)]] = []
     """User ids that may see and cancel every user's questions."""

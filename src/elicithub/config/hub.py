@@ -43,14 +43,15 @@ class StoreConfig(Strict):
 
 
 class ModelConfig(Strict):
-    """The model that runs the agents: the deterministic scripted one, or an OpenAI-compatible endpoint."""
+    """v1's form of `model:`: the deterministic scripted model, or an OpenAI-compatible endpoint (`models:` names
+    real models by id instead)."""
 
     kind: Literal["scripted", "openai"] = "scripted"
     """`scripted` (`/call SERVER.TOOL {json}` calls a tool; anything else gets help) or `openai`."""
     base_url: str | None = None
     """openai: the endpoint's base URL (the OpenAI API when unset)."""
     model: str | None = None
-    """openai: the model's name (required)."""
+    """openai: the model's name (required); also the `model` label of its metrics."""
     api_key_env: str | None = None
     """openai: the environment variable holding the API key."""
 

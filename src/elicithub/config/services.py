@@ -123,7 +123,8 @@ class A2aAgentConfig(ServiceConfig):
 
 
 class AgentConfig(Strict):
-    """An agent: its own tools (server ids, A2A agent ids, or other agents, which it may delegate to)."""
+    """An agent: its own tools (server ids, A2A agent ids, or other agents, which it may delegate to), its model and
+    its instructions."""
 
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
     """Its name: the tool `ID.delegate` for other agents, the MCP tool, the chat's `model` or `agent`."""
@@ -134,11 +135,12 @@ class AgentConfig(Strict):
     model: str | None = None
     """The id of its model in `models:`; unset: the default model (`model:`)."""
     instructions: str | None = None
-    """The system prompt of every request it makes."""
+    """The system prompt of every request it makes to its model (the scripted model has no use for it)."""
     instructions_file: str | None = None
-    """A file holding its instructions instead (relative to the config file's folder)."""
+    """A file holding its instructions instead, relative to the config file's folder; one that cannot be read is a
+    config error."""
     max_steps: int = Field(default=8, ge=1, le=100)
-    """Model turns per run: past them the run stops, saying so."""
+    """Model turns per run: if the model still calls tools after the last, the run stops, saying so."""
 
     @model_validator(mode="after")
     def _one_source_of_instructions(self) -> AgentConfig:
