@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 OPTIONAL = (
     "redis",
     "asyncpg",
@@ -22,8 +24,14 @@ OPTIONAL = (
     "elicithub.demo.deploy",
     "elicithub.demo.tracker",
     "elicithub.demo.travel",
+    "pydantic_ai",
+    "openai",
+    "anthropic",
+    "google.genai",
 )
-"""What a hub on SQLite without Slack, telemetry or the demo does without."""
+"""What a hub on SQLite without Slack, telemetry, the demo or a provider's model does without."""
+
+PROVIDERS = ("pydantic_ai", "openai", "anthropic", "google.genai")
 
 REPORT = """
 import json, sys
@@ -102,3 +110,33 @@ def test_help_and_config_check_import_no_server(tmp_path: Path) -> None:
     servers = ("elicithub.server", "fastapi", "uvicorn", *OPTIONAL)
     for args in (["--help"], ["config", "check", str(config)]):
         assert imported(CLI.format(args=args), servers, tmp_path) == [], args
+
+
+def model_config(provider: str) -> dict[str, object]:
+    model = {"id": "m", "provider": provider, "model": "x", "base_url": "http://127.0.0.1:1/v1", "api_key_env": "K"}
+    return {"store": {"url": "memory://"}, "models": [model], "model": "m"}
+
+
+def test_a_hub_on_a_providers_model_imports_no_provider_sdk_before_its_first_request(tmp_path: Path) -> None:
+    for provider in ("openai", "anthropic", "google"):
+        assert hub_imports(model_config(provider), tmp_path) == [], provider
+
+
+ROOTS = {"openai": "openai", "anthropic": "anthropic", "google": "google.genai"}
+
+
+@pytest.mark.parametrize("provider", sorted(ROOTS))
+def test_a_models_request_imports_its_own_providers_sdk_and_no_other(provider: str, tmp_path: Path) -> None:
+    build = """
+import os
+os.environ["K"] = "sk-test"
+from elicithub.config import Config
+from elicithub.runtime.models import providers
+config = Config.model_validate({config})
+providers.build(config.models[0])
+"""
+    root = ROOTS[provider]
+    found = set(imported(build.format(config=repr(model_config(provider))), PROVIDERS, tmp_path))
+    assert "pydantic_ai" in found and root in found
+    others = set(ROOTS.values()) - {root}
+    assert not {m for m in found for other in others if m == other or m.startswith(other + ".")}

@@ -28,6 +28,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + BadPayload (surfaces.chat.agui_interrupts)
   + Unreadable (runtime.models.seam)
   + ModelFailed (runtime.models.streamed)
+  + MissingKey (runtime.models.providers)
   + ConfigError (config)
   + KeyUnusable
   + SlackUnusable

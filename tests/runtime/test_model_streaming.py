@@ -355,3 +355,26 @@ def test_a_reader_back_with_its_last_event_id_mid_turn_gets_only_the_rest(
         rest = [p for _, p in sse_numbered(back)]
     assert text_of(rest) == "three."  # nothing doubled, nothing lost
     assert not [p for p in rest if p["type"] == "reasoning-delta"]
+
+
+def test_a_key_variable_that_is_not_set_is_named_and_no_request_is_made(
+    make_hub: HubFactory, standin: ModelStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    hub = make_hub(models=[entry(standin, "anthropic", api_key_env="NO_SUCH_KEY_VAR")], model="gpt")
+    text = "".join(str(p) for p in items(chat(hub, "hello")))
+    assert text == "Model gpt failed: the environment variable NO_SUCH_KEY_VAR is not set."
+    assert standin.requests == []
+
+
+def test_a_model_that_fails_after_its_first_words_keeps_them_and_is_not_retried(
+    make_hub: HubFactory, standin: ModelStandIn
+) -> None:
+    hub = make_hub(models=[entry(standin, "anthropic")], model="gpt")
+    standin.reply(Text("Half an "), Fail(529, "Overloaded"))
+    stream = chat(hub, "hello")
+    text = "".join(str(p) for p in items(stream))
+    assert text.startswith("Half an Model gpt failed: ")
+    assert len(standin.requests) == 1  # its words had streamed: asked again, it would say them twice
+    said = [e["text"] for e in logged(hub, conversation(stream)) if e["type"] == "model-said"]
+    assert said == ["Half an "]

@@ -288,6 +288,8 @@ class Runner:
                 raise
             turn, cut = ModelTurn(text=live.text or None, reasoning=live.reasoning), True
         except BaseException:
+            # The model failed after some of its turn streamed: what it said stays on the log, before the error.
+            await emit(ModelSaid(turn_id, live.text, live.reasoning))
             await live.end()
             raise
         await emit(ModelSaid(turn_id, turn.text or "", turn.reasoning, turn.usage))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from elicithub.config import ModelEntry
 from elicithub.core import jsoncodec
 from elicithub.core.runs import Message
+from elicithub.errors import HubError
 from elicithub.runtime.models.seam import ToolSpec
 
 if TYPE_CHECKING:  # pydantic-ai and the providers' SDKs take seconds to import: only a configured model imports them
@@ -21,6 +22,10 @@ DEFAULT_CONTEXT_TOKENS = 128_000
 """The window of a model whose config gives none (and whose provider's profile says nothing of it)."""
 
 
+class MissingKey(HubError):
+    """The variable a model's config names for its key is not set: its requests cannot be made."""
+
+
 def api_key(entry: ModelEntry) -> str | None:
     """The model's key, from the variable its config names (never from the config itself)."""
     return os.environ.get(entry.api_key_env) or None if entry.api_key_env else None
@@ -31,6 +36,9 @@ def build(entry: ModelEntry, http_client: Any = None) -> PydanticModel:
     and openai-compatible: pydantic-ai's `openai:` name would pick the Responses API). `http_client`: Google's
     (see `per_request`)."""
     key = api_key(entry)
+    if key is None and entry.provider != "openai-compatible":
+        # Never the SDK's own variable (ANTHROPIC_API_KEY, ...) behind the config's back.
+        raise MissingKey(f"Model {entry.id} failed: the environment variable {entry.api_key_env} is not set.")
     if entry.provider in ("openai", "openai-compatible"):
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -41,11 +49,11 @@ def build(entry: ModelEntry, http_client: Any = None) -> PydanticModel:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(entry.model, provider=AnthropicProvider(api_key=key or "", base_url=entry.base_url))
+        return AnthropicModel(entry.model, provider=AnthropicProvider(api_key=key, base_url=entry.base_url))
     from pydantic_ai.models.google import GoogleModel
     from pydantic_ai.providers.google import GoogleProvider
 
-    provider = GoogleProvider(api_key=key or "", base_url=entry.base_url, http_client=http_client)
+    provider = GoogleProvider(api_key=key, base_url=entry.base_url, http_client=http_client)
     return GoogleModel(entry.model, provider=provider)
 
 

@@ -84,6 +84,9 @@ class ProviderModel:
                     span.note("gen_ai.usage.output_tokens", usage.output_tokens)
             except asyncio.CancelledError:
                 raise
+            except providers.MissingKey as exc:
+                self._count("error")
+                raise ModelFailed(str(exc)) from None
             except Exception as exc:
                 wait = None if streamed.any else self._retry_wait(exc, attempt)
                 if wait is None:
