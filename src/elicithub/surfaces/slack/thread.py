@@ -1,9 +1,9 @@
-"""One run shown in its Slack thread: replies that grow by editing the bot's message, questions, and their ends."""
+"""One run shown in its Slack thread: each model turn's text a message that grows as the model streams it (posted
+with its first words, then edited), questions, and their ends."""
 
 from __future__ import annotations
 
 import logging
-import time
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -12,10 +12,12 @@ from elicithub.core.events import (
     ElicitationResolved,
     RunFinished,
     RunPaused,
+    StepStarted,
     TextDelta,
 )
 from elicithub.core.runs import RunRecord, ToolCall, conversation_key
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces.pacing import Pacer
 from elicithub.surfaces.slack.questions import Questions
 from elicithub.surfaces.slack.records import SlackRecords, Thread
 from elicithub.surfaces.slack.text import escape
@@ -27,12 +29,24 @@ UPDATE_INTERVAL_S = 1.0
 
 _MESSAGE_MAX = 39_000  # Slack cuts text at 40,000 characters
 
+_ENDS_A_REPLY = (StepStarted, ToolCall, ElicitationRequested, RunPaused, RunFinished)
+"""What comes after a reply's last text: a new model turn (its text is a new message), a tool call, a question
+(text after it goes below it), the run's end."""
+
 
 class Reply:
-    """A stretch of the bot's text between questions: posted with its first text, then edited as it grows (at
-    most once per UPDATE_INTERVAL_S, and once more when it is complete)."""
+    """One stretch of the bot's text: posted with its first text, edited as it grows (at most once per
+    `interval_s`), and edited once more, if it has grown since, when it is complete."""
 
-    def __init__(self, client: AsyncWebClient, records: SlackRecords, thread: Thread, run_id: str, index: int) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        records: SlackRecords,
+        thread: Thread,
+        run_id: str,
+        index: int,
+        interval_s: float = UPDATE_INTERVAL_S,
+    ) -> None:
         self.client = client
         self.records = records
         self.thread = thread
@@ -40,32 +54,36 @@ class Reply:
         self.text = ""
         self.ts: str | None = None
         self.shown = ""
-        self.shown_at = 0.0
+        self.pacer = Pacer(self._show, interval_s)
 
-    async def add(self, text: str) -> None:
+    def add(self, text: str) -> None:
         self.text += text
-        if self.ts is None or time.monotonic() - self.shown_at >= UPDATE_INTERVAL_S:
-            await self._show()
+        self.pacer.more()
 
-    async def flush(self) -> None:
-        """Show all the text so far (the stretch is complete, or the run goes off to call a tool)."""
+    async def end(self) -> None:
+        """The stretch is complete: all of it is shown, after any edit under way."""
+        await self.pacer.stop()
         if self.text != self.shown:
             await self._show()
 
+    def cancel(self) -> None:
+        self.pacer.cancel()
+
     async def _show(self) -> None:
-        text = escape(self.text)[:_MESSAGE_MAX] or " "
+        text = self.text
+        shown = escape(text)[:_MESSAGE_MAX] or " "
         if self.ts is None:
             # A run shown again (after a restart) edits the messages it posted before instead of posting twice.
             self.ts = await self.records.reply(*self.key)
         if self.ts is None:
             posted = await self.client.chat_postMessage(
-                channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=text
+                channel=self.thread.channel, thread_ts=self.thread.thread_ts, text=shown
             )
             self.ts = str(posted["ts"])
             await self.records.save_reply(*self.key, self.ts)
         else:
-            await self.client.chat_update(channel=self.thread.channel, ts=self.ts, text=text)
-        self.shown, self.shown_at = self.text, time.monotonic()
+            await self.client.chat_update(channel=self.thread.channel, ts=self.ts, text=shown)
+        self.shown = text
 
 
 class ThreadWriter:
@@ -98,23 +116,26 @@ class ThreadWriter:
         followed = await self.conversations.follow(caller, run.conversation_id, run.run_id, after)
         reply: Reply | None = None
         replies = 0
-        async for _, event in followed.events:
-            try:
-                if isinstance(event, TextDelta):
-                    if reply is None:
-                        reply, replies = Reply(self.client, self.records, thread, run.run_id, replies), replies + 1
-                    await reply.add(event.text)
-                    continue
-                if reply is not None and isinstance(event, ToolCall):
-                    await reply.flush()
-                if reply is not None and isinstance(event, ElicitationRequested | RunPaused | RunFinished):
-                    await reply.flush()
-                    reply = None  # text after a question goes below it, in a new message
-                if isinstance(event, ElicitationRequested):
-                    # An approval that others give shows as a wait, without buttons (`Questions.post`).
-                    await self.questions.post(event.elicitation, thread)
-                elif isinstance(event, ElicitationResolved):
-                    await self.questions.finish(event.elicitation_id, event.outcome)
-            except Exception:
-                # Slack being unreachable for a moment must not stop the run being shown; the next event retries.
-                log.exception("showing run %s in Slack failed", run.run_id)
+        try:
+            async for _, event in followed.events:
+                try:
+                    if isinstance(event, TextDelta):
+                        if reply is None:
+                            reply = Reply(self.client, self.records, thread, run.run_id, replies, UPDATE_INTERVAL_S)
+                            replies += 1
+                        reply.add(event.text)
+                        continue
+                    if reply is not None and isinstance(event, _ENDS_A_REPLY):
+                        await reply.end()
+                        reply = None
+                    if isinstance(event, ElicitationRequested):
+                        # An approval that others give shows as a wait, without buttons (`Questions.post`).
+                        await self.questions.post(event.elicitation, thread)
+                    elif isinstance(event, ElicitationResolved):
+                        await self.questions.finish(event.elicitation_id, event.outcome)
+                except Exception:
+                    # Slack being unreachable for a moment must not stop the run being shown; the next event retries.
+                    log.exception("showing run %s in Slack failed", run.run_id)
+        finally:
+            if reply is not None:
+                reply.cancel()
