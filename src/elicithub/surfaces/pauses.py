@@ -12,7 +12,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from elicithub.core.elicitation import Elicitation
-from elicithub.core.events import ElicitationResolved, RunFinished, RunPaused, ToolCallFinished, ToolStatus
+from elicithub.core.events import (
+    ElicitationResolved,
+    ModelStatus,
+    RunFinished,
+    RunPaused,
+    StreamEvent,
+    ToolCallFinished,
+    ToolStatus,
+)
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import text_after_tools
 
@@ -46,7 +54,11 @@ Resumed = Callable[[], Awaitable[None]]
 
 Status = Callable[[str], Awaitable[None]]
 """Hears what a tool call of the run says it does now (waiting for an approval others give, a downstream task's
-progress)."""
+progress), and what its model's request does (retried while the provider is busy)."""
+
+Seen = Callable[[StreamEvent], Awaitable[None]]
+"""Hears each of the run's events as it comes, before the driver acts on it (a surface that streams the run's text:
+what it holds of it is sent before a pause is shown)."""
 
 
 async def _nothing() -> None:
@@ -82,16 +94,19 @@ class PauseDriver:
         show: Show,
         resumed: Resumed = _nothing,
         status: Status | None = None,
+        seen: Seen | None = None,
     ) -> Paused | Ended | None:
         """Follow the run from position `after` until it pauses with questions the client answers later (Paused)
-        or ends (Ended), telling `status` what its calls say they do. None: its stream ended before the run did
-        (this hub is stopping)."""
+        or ends (Ended), telling `status` what its calls say they do, and `seen` each event. None: its stream ended
+        before the run did (this hub is stopping)."""
         following = await self.conversations.follow(self.caller, conversation_id, run_id, after)
         text: list[str] = []
         tool_failed = False
         going_on: set[str] = set()
         async with contextlib.aclosing(following.events) as events:
             async for seq, event in events:
+                if seen is not None:
+                    await seen(event)
                 if isinstance(event, RunPaused):
                     questions = await self.open(event.elicitation_ids)
                     if questions:
@@ -99,7 +114,7 @@ class PauseDriver:
                         if not await show(paused):
                             return paused
                         going_on = {e.id for e in questions}
-                elif isinstance(event, ToolStatus) and status is not None:
+                elif isinstance(event, ToolStatus | ModelStatus) and status is not None:
                     await status(event.text)
                 elif isinstance(event, ElicitationResolved) and event.elicitation_id in going_on:
                     going_on.discard(event.elicitation_id)
@@ -120,6 +135,7 @@ class PauseDriver:
         show: Show,
         resumed: Resumed = _nothing,
         status: Status | None = None,
+        seen: Seen | None = None,
     ) -> Paused | Ended | None:
         """Go on after a round's answers were taken: the round's questions still open are shown again, for a later
         request to answer; else the run works again, and is followed from where it paused."""
@@ -129,4 +145,4 @@ class PauseDriver:
             await show(paused)
             return paused
         await resumed()
-        return await self.follow(conversation_id, run_id, after, show, resumed, status)
+        return await self.follow(conversation_id, run_id, after, show, resumed, status, seen)

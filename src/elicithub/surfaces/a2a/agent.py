@@ -44,6 +44,7 @@ from elicithub.core.jsoncodec import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import expiry
+from elicithub.surfaces.a2a.answer import StreamedAnswer
 from elicithub.surfaces.a2a.card import BearerCallContext, a2a_caller, agent_card
 from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, Status
@@ -59,6 +60,8 @@ REMOTE_POLL_S = 0.25
 """How often a subscription to a task running on another hub reads it from the shared store."""
 META = "elicithub"
 """The task metadata key holding where its run is (`TaskRun`)."""
+STREAMED = "elicithub.streamed"
+"""Set in the call context of a request that reads the task as a stream: its answer streams too."""
 
 
 class TaskRun(TypedDict):
@@ -199,6 +202,7 @@ class _Handler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         await self.surface.take_answer(params.message, context)
+        context.state[STREAMED] = True
         async for event in super().on_message_send_stream(params, context):
             yield event
 
@@ -223,8 +227,11 @@ class _Handler(DefaultRequestHandler):
             current = await self.surface.tasks.get(params.id, context)
             if current is None:
                 return
-            for artifact in current.artifacts[len(shown.artifacts) :]:
-                yield TaskArtifactUpdateEvent(task_id=current.id, context_id=current.context_id, artifact=artifact)
+            before = {a.artifact_id: a for a in shown.artifacts}
+            for artifact in current.artifacts:
+                # New, or grown by chunks streamed since: sent whole (`append: false` replaces what was sent).
+                if before.get(artifact.artifact_id) != artifact:
+                    yield TaskArtifactUpdateEvent(task_id=current.id, context_id=current.context_id, artifact=artifact)
             if current.status != shown.status:
                 yield TaskStatusUpdateEvent(task_id=current.id, context_id=current.context_id, status=current.status)
                 if current.status.state in TERMINAL or current.status.state in INTERRUPTED:
@@ -249,42 +256,64 @@ class _Executor(AgentExecutor):
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         show = _interrupting(updater)
+        answer = StreamedAnswer(updater)
+        # Streamed only to a request that reads a stream: a blocking one gets the task once it stops.
+        seen = answer.seen if context.call_context.state.get(STREAMED) else None
         task = context.current_task
-        if task is None:
-            assert context.message is not None
-            await event_queue.enqueue_event(
-                new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
-            )
-            agent = context.metadata.get("agent") if context.metadata else None
-            sent = await surface.conversations.send(
-                driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
-            )
-            # The run is named at once, so a CancelTask before its first pause stops it too.
-            run: TaskRun = {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}
-            running = {META: run}
-            await updater.update_status(TaskState.TASK_STATE_WORKING, metadata=running)
-            stopped = await driver.follow(
-                context.context_id, sent.run_id, sent.after, show, updater.start_work, _working(updater)
-            )
-        else:
-            # The task's answers were taken before it moved; part of the round may still be unanswered.
-            paused = paused_at(task)
-            run_id, after = str(paused["runId"]), int(paused["after"])
-            stopped = await driver.resume(
-                context.context_id, run_id, _asked_by(task), after, show, updater.start_work, _working(updater)
-            )
-        if isinstance(stopped, Ended):
-            if stopped.error:
-                await updater.failed(updater.new_agent_message([new_text_part(stopped.text)]))
+        try:
+            if task is None:
+                assert context.message is not None
+                await event_queue.enqueue_event(
+                    new_task(
+                        context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message]
+                    )
+                )
+                agent = context.metadata.get("agent") if context.metadata else None
+                sent = await surface.conversations.send(
+                    driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
+                )
+                # The run is named at once, so a CancelTask before its first pause stops it too.
+                run: TaskRun = {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}
+                running = {META: run}
+                await updater.update_status(TaskState.TASK_STATE_WORKING, metadata=running)
+                stopped = await driver.follow(
+                    context.context_id, sent.run_id, sent.after, show, updater.start_work, _working(updater), seen
+                )
             else:
-                await updater.add_artifact([new_text_part(stopped.text)], name="answer")
-                await updater.complete()
+                # The task's answers were taken before it moved; part of the round may still be unanswered.
+                paused = paused_at(task)
+                run_id, after = str(paused["runId"]), int(paused["after"])
+                stopped = await driver.resume(
+                    context.context_id,
+                    run_id,
+                    _asked_by(task),
+                    after,
+                    show,
+                    updater.start_work,
+                    _working(updater),
+                    seen,
+                )
+            if isinstance(stopped, Ended):
+                await _end(updater, stopped, answer)
+        finally:
+            answer.cancel()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         if context.call_context is not None and context.task_id is not None:
             await self.surface.stop(context.task_id, context.call_context)
         assert context.task_id is not None and context.context_id is not None
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+async def _end(updater: TaskUpdater, ended: Ended, answer: StreamedAnswer) -> None:
+    """The task's end: its answer (whole, closing what streamed of it), or its failure."""
+    if ended.error:
+        if answer.started:
+            await answer.finish(ended.text)  # the error streamed as text: its artifact is closed, then failed
+        await updater.failed(updater.new_agent_message([new_text_part(ended.text)]))
+    else:
+        await answer.finish(ended.text)
+        await updater.complete()
 
 
 def _interrupting(updater: TaskUpdater) -> Show:

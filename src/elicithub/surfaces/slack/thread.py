@@ -45,7 +45,7 @@ class Reply:
         thread: Thread,
         run_id: str,
         index: int,
-        interval_s: float = UPDATE_INTERVAL_S,
+        interval_s: float | None = None,
     ) -> None:
         self.client = client
         self.records = records
@@ -54,7 +54,7 @@ class Reply:
         self.text = ""
         self.ts: str | None = None
         self.shown = ""
-        self.pacer = Pacer(self._show, interval_s)
+        self.pacer = Pacer(self._show, UPDATE_INTERVAL_S if interval_s is None else interval_s)
 
     def add(self, text: str) -> None:
         self.text += text
@@ -121,7 +121,7 @@ class ThreadWriter:
                 try:
                     if isinstance(event, TextDelta):
                         if reply is None:
-                            reply = Reply(self.client, self.records, thread, run.run_id, replies, UPDATE_INTERVAL_S)
+                            reply = Reply(self.client, self.records, thread, run.run_id, replies)
                             replies += 1
                         reply.add(event.text)
                         continue
