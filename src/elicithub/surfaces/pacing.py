@@ -64,7 +64,7 @@ class Pacer:
             return
         if not self._sending:
             task.cancel()
-        await asyncio.wait({task})  # the send's end, whichever way (a stop of this waiter itself still stops it)
+        await asyncio.wait({task})  # its end, however it ended: a failed send was logged already
 
     def cancel(self) -> None:
         """Give up at once (the surface stops showing the run)."""

@@ -207,7 +207,8 @@ def test_streaming_shows_working_input_required_working_completed(hub: RunningHu
             second = await send(client, answer(task, content={"region": "us-east-1"}))
             assert states(second) == [
                 "TASK_STATE_WORKING",
-                "artifact:Provisioned orders in us-east-1.",
+                "artifact:Provisioned orders in us-east-1.",  # the text as it streamed (one piece, here)
+                "artifact:Provisioned orders in us-east-1.",  # the answer whole (test_streaming.py)
                 "TASK_STATE_COMPLETED",
             ]
 

@@ -5,7 +5,8 @@
 question as text and as a data part `{"elicitation": <elicitation-request event>}`. The next message on the task
 answers (`{"elicitationResponse": {...}}`, or plain text for a one-string-field form); it is checked before the
 task moves, so bad content fails that request with the field errors and the task stays input-required. A
-sign-in completes out of band: the stream stays open and the task goes on by itself (A2A 1.0 §7.6.1).
+sign-in completes out of band: the stream stays open and the task goes on by itself (A2A 1.0 §7.6.1). A request
+that reads the task as a stream gets the model's text as it comes (answer.py).
 """
 
 from __future__ import annotations
