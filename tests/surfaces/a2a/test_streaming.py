@@ -190,5 +190,5 @@ def test_a_retried_model_request_is_the_working_tasks_status(make_hub: HubFactor
     events = asyncio.run(go())
     statuses = [e.status_update.status for e in events if e.WhichOneof("payload") == "status_update"]
     said = [get_message_text(s.message) for s in statuses if s.state == TaskState.TASK_STATE_WORKING]
-    assert "Model gpt is busy; retrying in 0.0 s." in said
+    assert "Model gpt is busy; retrying now." in said
     assert folded(artifacts(events)) == "Done." and statuses[-1].state == TaskState.TASK_STATE_COMPLETED
