@@ -19,7 +19,7 @@ from elicithub.core.ports import CAST_MAX_BYTES, Casts, KeyValueStore
 log = logging.getLogger(__name__)
 
 MERGE_S = 0.05
-"""Pieces sent to other hubs within this long of one another go in one message."""
+"""Pieces go to other hubs this long after the first of them, and then at most this often, merged."""
 SNAPSHOT_TTL_S = 900.0
 """A turn's text so far is kept for readers on other hubs at most this long after its last piece."""
 STOPPED_S = 600.0
@@ -62,7 +62,9 @@ class Turn:
         self._held: list[Piece] = []
         self._outbox: list[Piece] = []
         self._flushing: asyncio.Task[None] | None = None
-        self._flushed_at = 0.0
+        self.kept = False
+        """Whether its text so far was kept for other hubs (and so must be forgotten)."""
+        self._sending = False
         self.stopped = False
         self.task: asyncio.Task[object] | None = None
         """The task streaming the model's answer: a stop cancels it."""
@@ -106,27 +108,31 @@ class Turn:
             self.task.cancel()
 
     async def _flush(self) -> None:
-        """Send the outbox to other hubs, at most once per MERGE_S: the text so far first (for a reader that comes
-        now), then the pieces."""
-        loop = asyncio.get_running_loop()
+        """Send the outbox to other hubs MERGE_S after its first piece, then at most once per MERGE_S: the text so
+        far first (for a reader that comes now), then the pieces. A turn that ends sooner sends nothing: its
+        `ModelSaid` brings other hubs' readers all of it."""
         while self._outbox:
-            wait = self._flushed_at + MERGE_S - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await asyncio.sleep(MERGE_S)
             pieces, self._outbox = self._outbox, []
-            self._flushed_at = loop.time()
+            self._sending = self.kept = True
             try:
                 await self._live.save_snapshot(self)
             except Exception:
                 log.warning("the text so far of run %s could not be kept for other hubs", self.run_id, exc_info=True)
+            finally:
+                self._sending = False
             self._live.cast_pieces(self.key, pieces)
 
     async def end(self) -> None:
-        """The turn ended (its `ModelSaid` is on the log): its last pieces are sent, its text so far forgotten."""
+        """The turn ended (its `ModelSaid` is on the log): nothing more goes to other hubs (that brings their
+        readers the rest), and its text so far is forgotten."""
         self.open()
         if self._flushing is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._flushing)
+            if not self._sending:  # waiting for its moment: it never comes (a store's command is never cut short)
+                self._flushing.cancel()
+            self._outbox = []
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._flushing
         await self._live.ended(self)
 
 
@@ -161,7 +167,7 @@ class LiveTurns:
 
     async def ended(self, turn: Turn) -> None:
         self.drop(turn)
-        if self.shared:
+        if turn.kept:
             try:
                 assert self._kv is not None
                 await self._kv.delete(_snapshot_key(turn.run_id))
