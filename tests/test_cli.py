@@ -271,7 +271,7 @@ def test_key_init_makes_nothing_when_the_variable_holds_the_key(tmp_path: Path) 
 
 def test_key_init_refuses_an_unusable_key_and_exits_2(tmp_path: Path) -> None:
     empty = tmp_path / "secret.key"
-    empty.touch()
+    empty.touch(mode=0o600)
     config = write(tmp_path, f'secrets: {{key_file: "{empty}"}}\n')
     result = runner.invoke(app, ["key", "init", "--config", str(config)], env={"ELICITHUB_SECRET_KEY": None})
     assert result.exit_code == 2
