@@ -19,7 +19,10 @@ COPY src ./src
 RUN /opt/uv/bin/uv sync --frozen --no-dev --extra fast --extra otel --no-editable
 
 FROM ${BASE}
-RUN useradd --uid 10001 --user-group --no-log-init --home-dir /data --create-home --shell /usr/sbin/nologin elicithub
+# /var/lib/elicithub is where a volume holding a generated master key goes (deploy/compose.yaml): a new volume takes
+# the owner of the directory it is mounted on, so the hub's user may write the key there.
+RUN useradd --uid 10001 --user-group --no-log-init --home-dir /data --create-home --shell /usr/sbin/nologin elicithub \
+    && install --directory --owner elicithub --group elicithub --mode 700 /var/lib/elicithub
 COPY --from=build /opt/elicithub /opt/elicithub
 ENV PATH=/opt/elicithub/bin:$PATH \
     PYTHONUNBUFFERED=1

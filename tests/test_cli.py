@@ -1,7 +1,10 @@
-"""The `elicithub` command line: `config check` and the top-level help."""
+"""The `elicithub` command line: `config check`, `store migrate`, `key init` and the top-level help."""
 
 from __future__ import annotations
 
+import base64
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +243,48 @@ def test_serve_refuses_a_redis_that_may_evict_keys(tmp_path: Path, redis_server:
     assert result.exit_code == 2
     assert "maxmemory-policy is allkeys-lru" in result.stderr and "store.allow_eviction: true" in result.stderr
     assert "listening" not in result.stdout
+
+
+def test_key_init_makes_the_key_file_the_config_names_once_and_then_checks_it(tmp_path: Path) -> None:
+    key_file = tmp_path / "key" / "secret.key"
+    config = write(tmp_path, f'store: {{url: "memory://"}}\nsecrets: {{key_file: "{key_file}"}}\n')
+    unset = {"ELICITHUB_SECRET_KEY": None}
+    first = runner.invoke(app, ["key", "init", "--config", str(config)], env=unset)
+    assert first.exit_code == 0, first.output
+    assert first.stdout == f"master key: made in {key_file}\n"
+    made = key_file.read_text()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    again = runner.invoke(app, ["key", "init", "--config", str(config)], env=unset)
+    assert again.stdout == f"master key: in {key_file}\n"
+    assert key_file.read_text() == made
+
+
+def test_key_init_makes_nothing_when_the_variable_holds_the_key(tmp_path: Path) -> None:
+    key_file = tmp_path / "secret.key"
+    config = write(tmp_path, f'secrets: {{key_file: "{key_file}"}}\n')
+    given = {"ELICITHUB_SECRET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode()}
+    result = runner.invoke(app, ["key", "init", "--config", str(config)], env=given)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "master key: from $ELICITHUB_SECRET_KEY\n"
+    assert not key_file.exists()
+
+
+def test_key_init_refuses_an_unusable_key_and_exits_2(tmp_path: Path) -> None:
+    empty = tmp_path / "secret.key"
+    empty.touch(mode=0o600)
+    config = write(tmp_path, f'secrets: {{key_file: "{empty}"}}\n')
+    result = runner.invoke(app, ["key", "init", "--config", str(config)], env={"ELICITHUB_SECRET_KEY": None})
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {empty}: the key must be at least 32 bytes\n"
+    short = runner.invoke(app, ["key", "init", "--config", str(config)], env={"ELICITHUB_SECRET_KEY": "short"})
+    assert short.exit_code == 2
+    assert "ELICITHUB_SECRET_KEY: the key must be at least 32 bytes" in short.stderr
+
+
+def test_key_init_that_cannot_write_the_key_file_says_where_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "not-a-folder").touch()
+    key_file = tmp_path / "not-a-folder" / "secret.key"
+    config = write(tmp_path, f'secrets: {{key_file: "{key_file}"}}\n')
+    result = runner.invoke(app, ["key", "init", "--config", str(config)], env={"ELICITHUB_SECRET_KEY": None})
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {tmp_path / 'not-a-folder'}: File exists\n"

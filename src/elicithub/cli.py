@@ -22,6 +22,8 @@ store_app = typer.Typer(help="Work with the hub's store.", no_args_is_help=True)
 app.add_typer(store_app, name="store")
 demo_app = typer.Typer(help="The demo.", no_args_is_help=True)
 app.add_typer(demo_app, name="demo")
+key_app = typer.Typer(help="The hub's master key.", no_args_is_help=True)
+app.add_typer(key_app, name="key")
 
 
 def _load(path: Path | None) -> Config:
@@ -264,6 +266,35 @@ def migrate(
     except HubError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+@key_app.command("init")
+def key_init(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", envvar="ELICITHUB_CONFIG", help="YAML config; embedded defaults without it."),
+    ] = None,
+) -> None:
+    """Make the master key file the config names unless a key is given (its variable set, or the file there); check
+    the key either way. Compose runs it once before the hubs start, so that they share one key."""
+    import os
+
+    from elicithub.auth.keys import load_keys
+
+    secrets = _load(config).secrets
+    if os.environ.get(secrets.key_env):
+        where = f"from ${secrets.key_env}"
+    else:
+        where = f"{'in' if Path(secrets.key_file).exists() else 'made in'} {secrets.key_file}"
+    try:
+        load_keys(secrets)
+    except HubError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:  # e.g. a volume the hub's user may not write
+        typer.echo(f"error: {exc.filename}: {exc.strerror}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"master key: {where}")
 
 
 @demo_app.command("servers")
