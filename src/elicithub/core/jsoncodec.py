@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -11,6 +12,8 @@ import orjson
 from elicithub.errors import HubError
 
 JsonObject = dict[str, Any]
+JsonMapping = Mapping[str, Any]
+"""A JSON object only read: any mapping (a TypedDict's value too), taken without a copy."""
 """Free-form JSON, kept as it came: a tool's arguments, a person's answer, a schema, a payload passed through, or JSON
 read back before its shape is known (a stored event of any version, another hop's event). The JSON the hub writes in
 a shape of its own has a TypedDict that names it, which mypy checks key by key: events (core/events.py) and the
@@ -78,3 +81,8 @@ def whole_numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [whole_numbers(v) for v in value]
     return value
+
+
+def as_object(value: JsonMapping) -> JsonObject:
+    """A mapping as the dict it almost always is (a TypedDict's value is one): no copy unless it is not a dict."""
+    return value if isinstance(value, dict) else dict(value)

@@ -9,7 +9,7 @@ from typing import NamedTuple, Protocol
 
 from elicithub.core.elicitation import Answer, Elicitation, Outcome, State
 from elicithub.core.events import StreamEvent
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.jsoncodec import JsonMapping, JsonObject
 from elicithub.core.runs import ConversationRecord, Message, RunRecord
 
 
@@ -188,10 +188,10 @@ class EventLog(Protocol):
     Sequence numbers start at 1 and grow by one per append on a key; only the last `max_len` (about) are kept.
     """
 
-    async def append(self, key: str, event: JsonObject) -> int:
+    async def append(self, key: str, event: JsonMapping) -> int:
         """Add an event; returns its sequence number once it is stored."""
 
-    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+    def post(self, key: str, event: JsonMapping, *, followed: bool = True) -> None:
         """Add an event without waiting for it (written behind): it is numbered and stored after every append and
         post made before it on this instance, readers see it once it is stored, and one that cannot be stored is
         logged and tried again (never dropped while the hub runs). The hot path's way to append.

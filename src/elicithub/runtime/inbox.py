@@ -144,7 +144,7 @@ class Inbox:
         at = utcnow().isoformat()
         if isinstance(event, ElicitationRequested):
             added: AddedEntry = {"kind": "added", "at": at, "elicitation": elicitation.to_json()}
-            self.log.post(KEY, dict(added), followed=False)  # dict(): a log takes any JSON object, not one shape
+            self.log.post(KEY, added, followed=False)
         elif isinstance(event, ElicitationResolved):
             removed: RemovedEntry = {
                 "kind": "removed",
@@ -155,7 +155,7 @@ class Inbox:
                 "outcome": event.outcome,
                 "answeredBy": event.answered_by,
             }
-            self.log.post(KEY, dict(removed), followed=False)
+            self.log.post(KEY, removed, followed=False)
 
     # The approval listener's notices (runtime/approvers.py): only an escalation adds people who may answer.
 
@@ -167,7 +167,7 @@ class Inbox:
 
     async def escalated(self, elicitation: Elicitation, to: People) -> None:
         entry: AddedEntry = {"kind": "escalated", "at": utcnow().isoformat(), "elicitation": elicitation.to_json()}
-        self.log.post(KEY, dict(entry), followed=False)
+        self.log.post(KEY, entry, followed=False)
 
     async def ended(self, elicitation: Elicitation) -> None:
         """Told by `heard`, as its end shows on its run's stream."""

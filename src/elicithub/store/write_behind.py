@@ -9,7 +9,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.jsoncodec import JsonMapping
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ RETRY_FIRST_S = 0.05
 RETRY_MAX_S = 2.0
 CLOSE_TIMEOUT_S = 5.0
 
-Appends = list[tuple[str, JsonObject]]
+Appends = list[tuple[str, JsonMapping]]
 Write = Callable[[int, Appends], Awaitable[list[int]]]
 """Store these appends, in order; their sequence numbers, in the same order. The first argument numbers the batch
 (in this process), the same when a batch that failed is written again: a store may use it to store a batch once."""
@@ -30,17 +30,17 @@ class WriteBehind:
 
     def __init__(self, write: Write) -> None:
         self._write = write
-        self._queue: list[tuple[str, JsonObject, asyncio.Future[int] | None]] = []
+        self._queue: list[tuple[str, JsonMapping, asyncio.Future[int] | None]] = []
         self._writing: asyncio.Task[None] | None = None
         self._stored: dict[str, asyncio.Future[None]] = {}
         """Per key with appends not yet stored: done when its newest one is."""
         self._next: asyncio.Future[None] | None = None
         self._batches = 0
 
-    def post(self, key: str, event: JsonObject) -> None:
+    def post(self, key: str, event: JsonMapping) -> None:
         self._enqueue(key, event, None)
 
-    async def append(self, key: str, event: JsonObject) -> int:
+    async def append(self, key: str, event: JsonMapping) -> int:
         seq: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._enqueue(key, event, seq)
         return await seq
@@ -51,7 +51,7 @@ class WriteBehind:
         if done is not None:
             await asyncio.shield(done)
 
-    def _enqueue(self, key: str, event: JsonObject, seq: asyncio.Future[int] | None) -> None:
+    def _enqueue(self, key: str, event: JsonMapping, seq: asyncio.Future[int] | None) -> None:
         if self._next is None:
             self._next = asyncio.get_running_loop().create_future()
         self._queue.append((key, event, seq))
@@ -60,7 +60,7 @@ class WriteBehind:
             self._writing = asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
-        batch: list[tuple[str, JsonObject, asyncio.Future[int] | None]] = []
+        batch: list[tuple[str, JsonMapping, asyncio.Future[int] | None]] = []
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
@@ -118,10 +118,10 @@ class WrittenBehindLog(ABC):
     def __init__(self) -> None:
         self._behind = WriteBehind(self._write)
 
-    async def append(self, key: str, event: JsonObject) -> int:
+    async def append(self, key: str, event: JsonMapping) -> int:
         return await self._behind.append(key, event)
 
-    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+    def post(self, key: str, event: JsonMapping, *, followed: bool = True) -> None:
         self._behind.post(key, event)
 
     async def close(self) -> None:

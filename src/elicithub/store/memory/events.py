@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.jsoncodec import JsonMapping, JsonObject, as_object
 from elicithub.store.notices import Notifier
 
 MAX_KEYS = 10_000
@@ -19,15 +19,15 @@ class MemoryEvents:
         self._max_len = max_len
         self._appended = Notifier()
 
-    async def append(self, key: str, event: JsonObject) -> int:
+    async def append(self, key: str, event: JsonMapping) -> int:
         return self._add(key, event)
 
-    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+    def post(self, key: str, event: JsonMapping, *, followed: bool = True) -> None:
         self._add(key, event)  # in memory, storing it is adding it
 
-    def _add(self, key: str, event: JsonObject) -> int:
+    def _add(self, key: str, event: JsonMapping) -> int:
         last, ring = self._logs.pop(key, (0, deque(maxlen=self._max_len)))
-        ring.append((last + 1, event))
+        ring.append((last + 1, as_object(event)))
         self._logs[key] = (last + 1, ring)
         if len(self._logs) > MAX_KEYS:
             self._logs.popitem(last=False)

@@ -20,7 +20,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.jsoncodec import JsonMapping, JsonObject, as_object
 from elicithub.store.redis.appends import APPEND_LEASE_S, LEASE, PUBLISH, AppendNotices, watch_key
 from elicithub.store.redis.client import PREFIX
 from elicithub.store.write_behind import Appends, WrittenBehindLog
@@ -166,7 +166,7 @@ class RedisEvents(WrittenBehindLog):
             del self._tails[key]
         self._notices.forget_lapsed()
 
-    def post(self, key: str, event: JsonObject, *, followed: bool = True) -> None:
+    def post(self, key: str, event: JsonMapping, *, followed: bool = True) -> None:
         if followed:
             self._notices.start()
             self._lease_along.add(key)
@@ -179,7 +179,7 @@ class RedisEvents(WrittenBehindLog):
         not told of that run's appends."""
         by_key: dict[str, list[JsonObject]] = {}
         for key, event in appends:
-            by_key.setdefault(key, []).append(event)
+            by_key.setdefault(key, []).append(as_object(event))
         keys = [f"{PREFIX}appended:{self._notices.token}:{batch}"]
         args: list[str | int] = [
             self._max_len,

@@ -12,7 +12,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from elicithub.core.jsoncodec import JsonObject
+from elicithub.core.jsoncodec import JsonObject, as_object
 from elicithub.store.notices import Notifier
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.write_behind import Appends, WrittenBehindLog
@@ -65,7 +65,7 @@ class SqliteEvents(WrittenBehindLog):
         for (key, event), tail, (_, seq, _) in zip(appends, tails, rows, strict=True):
             if len(tail.events) >= KEPT_PER_CONVERSATION:
                 tail.base = tail.events.popleft()[0]
-            tail.events.append((seq, event))
+            tail.events.append((seq, as_object(event)))
             self._appended.notify(key)
         return [seq for _, seq, _ in rows]
 
