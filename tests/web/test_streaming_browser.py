@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.conftest import HubFactory
+from tests.conftest import HubFactory, RunningHub
 from tests.models.hubs import standin_models
 from tests.models.script import Fail, Gate, Text, Thinking, ToolCall
 from tests.models.standins import ModelStandIn
@@ -70,3 +70,39 @@ def test_a_call_shows_its_arguments_and_asks_then_the_reply_goes_on(
     prompt.get_by_role("button", name="Submit").click()
     expect(tool.locator(".tool-status")).to_have_text("done")
     expect(page.locator(ANSWER)).to_have_text(["Provisioning.", "Done: orders is in eu-west-1."])
+
+
+STREAMS = """async (streams) => {
+    const { Steps } = await import("./static/steps.js");
+    const reply = document.createElement("div");
+    const steps = new Steps((node) => reply.appendChild(node), (parent, child) => parent.append(child));
+    for (const { resumed, parts } of streams) {
+        steps.restart(resumed);
+        for (const part of parts) steps.apply(part);
+    }
+    return [...reply.querySelectorAll(".text, .reasoning-text")].map((node) => node.textContent);
+}"""
+
+
+def text_parts(part_id: str, *deltas: str, end: bool = True) -> list[dict[str, str]]:
+    parts = [
+        {"type": "text-start", "id": part_id},
+        *({"type": "text-delta", "id": part_id, "delta": d} for d in deltas),
+    ]
+    return parts + ([{"type": "text-end", "id": part_id}] if end else [])
+
+
+def test_a_stream_resumed_inside_a_turn_goes_on_in_the_text_that_was_growing(
+    hub: RunningHub, open_page: OpenPage
+) -> None:
+    """A stream names its parts from its own start: one that resumes after a broken one (`Last-Event-ID` inside a
+    turn) brings the rest of the text then growing under an id the reply used before, for another text."""
+    page = open_page(hub)
+    call = {"type": "tool-input-available", "toolCallId": "c1", "toolName": "mrtr.status", "input": {}}
+    broken = [*text_parts("m_t1", "Let me look."), call, *text_parts("m_t2", "It shipped on Mo", end=False)]
+    rest = [{"type": "start"}, {"type": "start-step"}, *text_parts("m_t1", "nday."), *text_parts("m_t2", "Bye.")]
+    resumed = page.evaluate(STREAMS, [{"resumed": False, "parts": broken}, {"resumed": True, "parts": rest}])
+    assert resumed == ["Let me look.", "It shipped on Monday.", "Bye."]
+    # A stream that does not resume one starts parts of its own, whatever their ids.
+    again = page.evaluate(STREAMS, [{"resumed": False, "parts": broken}, {"resumed": False, "parts": rest}])
+    assert again == ["Let me look.", "It shipped on Mo", "nday.", "Bye."]

@@ -74,6 +74,7 @@ class Reply {
   async read(response, position) {
     this.streams += 1;
     this.finished = false;
+    this.steps.restart(Boolean(position?.lastEventId));
     try {
       await readParts(response, (part) => this.apply(part), position);
       return this.finished;
@@ -117,7 +118,7 @@ class Reply {
         prompts.get(String(data.elicitationId ?? part.id))?.prompt.resolve(data.outcome);
         break;
       default:
-      // start, steps, text-end, reasoning-end and kinds this page does not know: nothing to show.
+      // start, steps and kinds this page does not know: nothing to show.
     }
   }
 

@@ -9,15 +9,32 @@ export class Steps {
   constructor(append, place) {
     this.append = append;
     this.place = place;
-    this.texts = new Map(); // text parts by id: the paragraph their pieces go into
-    this.thoughts = new Map(); // reasoning parts by id: the same, inside their collapsed block
+    this.texts = new Map(); // text parts of the stream being read, by id: the paragraph their pieces go into
+    this.thoughts = new Map(); // its reasoning parts by id: the same, inside their collapsed block
     this.tools = new Map(); // tool calls by id
     this.status = null; // what the model's request waits for, until the reply goes on
+    this.growing = null; // the text or thinking pieces go into now, until its part ends: {kind, node}
+    this.carried = null; // the one a resumed stream goes on with, until something else comes
+  }
+
+  /**
+   * Another stream of the same reply begins: its parts' ids are its own (a stream names its parts from its start).
+   * `resumed`: it goes on from where one broke off (`Last-Event-ID`), inside a turn it brings the rest of, so its
+   * first text or thinking goes on in the one that was growing.
+   */
+  restart(resumed) {
+    this.texts = new Map();
+    this.thoughts = new Map();
+    this.carried = resumed ? this.growing : null;
+    this.growing = null;
   }
 
   /** Show `part`; false for a part that is none of these. */
   apply(part) {
     const data = part.data ?? {};
+    if (this.carried !== null && !["start", "start-step", `${this.carried.kind}-start`].includes(part.type)) {
+      this.carried = null; // the resumed stream went on with something else
+    }
     switch (part.type) {
       case "text-start":
       case "text-delta":
@@ -28,6 +45,10 @@ export class Steps {
       case "reasoning-delta":
         this.settled();
         this.thought(part.id, String(part.delta ?? ""));
+        return true;
+      case "text-end":
+      case "reasoning-end":
+        this.growing = null;
         return true;
       case "tool-input-start":
       case "tool-input-available":
@@ -56,22 +77,29 @@ export class Steps {
   }
 
   text(id, delta) {
-    let node = this.texts.get(id);
-    if (node === undefined) {
-      node = this.append(h("p", { class: "text" }));
-      this.texts.set(id, node);
-    }
+    let node = this.texts.get(id) ?? this.carry("text");
+    if (node === undefined) node = this.append(h("p", { class: "text" }));
+    this.texts.set(id, node);
+    this.growing = { kind: "text", node };
     this.place(node, delta);
   }
 
   thought(id, delta) {
-    let node = this.thoughts.get(id);
+    let node = this.thoughts.get(id) ?? this.carry("reasoning");
     if (node === undefined) {
       node = h("p", { class: "reasoning-text" });
       this.append(h("details", { class: "reasoning" }, h("summary", {}, "Thinking"), node));
-      this.thoughts.set(id, node);
     }
+    this.thoughts.set(id, node);
+    this.growing = { kind: "reasoning", node };
     node.append(delta); // collapsed: the transcript need not follow it
+  }
+
+  /** The node a resumed stream's first part of `kind` goes on in, once. */
+  carry(kind) {
+    const carried = this.carried?.kind === kind ? this.carried.node : undefined;
+    this.carried = null;
+    return carried;
   }
 
   /** The model's request waits (a retry): said until the reply goes on. */
