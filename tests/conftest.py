@@ -27,7 +27,7 @@ from elicithub.server.hub import Hub
 
 T = TypeVar("T")
 
-pytest_plugins = ["tests.core_fixtures"]
+pytest_plugins = ["tests.core_fixtures", "tests.models.hubs"]
 
 
 # How `./scripts/test` spreads the suite over processes (pytest-xdist): a test file is one unit of work, so that the

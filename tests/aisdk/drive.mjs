@@ -1,5 +1,5 @@
 // Drives the hub's UI message stream with the AI SDK's own client code, as a web app would, and prints what the
-// SDK ended with as JSON: `node drive.mjs ai5|ai6 HUB_URL TOKEN SCENARIO CONVERSATION_ID`.
+// SDK ended with as JSON: `node drive.mjs ai5|ai6 HUB_URL TOKEN SCENARIO CONVERSATION_ID [MESSAGE]`.
 //
 // Scenarios: `posted` (a question answered at the answer endpoint while the stream is open), `fast` (the page
 // stops the stream, then answers with a data-elicitation-response part: the continuation streams on that request),
@@ -8,11 +8,17 @@
 // answers, approving, at the answer endpoint while the stream is open); with ai 6 and native approvals,
 // `native-approve` and `native-deny` (the stream ends at the tool-approval-request; addToolApprovalResponse, and
 // sendAutomaticallyWhen lastAssistantMessageIsCompleteWithApprovalResponses sends the answer), `native-reload` (the
-// page reloads while the approval waits: a new Chat's resumeStream() shows it again, and approving it goes on).
+// page reloads while the approval waits: a new Chat's resumeStream() shows it again, and approving it goes on);
+// `say` (MESSAGE sent, any question answered at the answer endpoint as in `posted`: for a hub whose model streams),
+// `reattach` (MESSAGE sent; the page stops its stream at the question, then a new Chat's resumeStream() reads the run
+// again and answers it).
+//
+// While a reply streams, the first text the SDK shows of it is printed at once, as its own JSON line `{"first": TEXT}`
+// (a test holding the model's stream can check that the text came before the model's last piece).
 //
 // Besides what the SDK ended with, `chunks` lists the types of the chunks each response carried, as the SDK read them.
 
-const [version, hub, token, scenario, conversation] = process.argv.slice(2);
+const [version, hub, token, scenario, conversation, message] = process.argv.slice(2);
 const ai = await import(version);
 const { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, validateUIMessages } = ai;
 const { lastAssistantMessageIsCompleteWithApprovalResponses } = ai; // ai 6 only
@@ -31,6 +37,7 @@ class State {
   };
   replaceMessage = (index, message) => {
     this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+    if (message.role === "assistant") shown(message);
   };
   snapshot = (value) => structuredClone(value);
 }
@@ -41,10 +48,24 @@ class Chat extends AbstractChat {
   }
 }
 
+let first = null;
+/** The first text the SDK shows of a reply, printed as it shows it. */
+function shown(message) {
+  const text = message.parts
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("");
+  if (first === null && text !== "") {
+    first = text;
+    console.log(JSON.stringify({ first }));
+  }
+}
+
 const headers = { authorization: `Bearer ${token}`, "x-supports-elicitation": "true" };
 const requests = [];
 const errors = [];
 const asked = [];
+const dataParts = [];
 const chunks = [];
 const reading = [];
 const countingFetch = async (url, init) => {
@@ -87,6 +108,7 @@ const newChat = () =>
     transport: new DefaultChatTransport({ api: `${hub}/run/api/chat`, headers, fetch: countingFetch }),
     onError: (error) => errors.push(String(error?.message ?? error)),
     onData: (part) => {
+      dataParts.push(part);
       if (part.type === "data-elicitation-request") {
         asked.push(part.data.elicitationId);
         onQuestion(part.data);
@@ -123,9 +145,9 @@ async function healthz() {
   return (await fetch(`${hub}/healthz`)).json();
 }
 
-if (scenario === "posted") {
+if (scenario === "posted" || scenario === "say") {
   onQuestion = (data) => answer(data.elicitationId, { region: "eu-west-1" });
-  await chat.sendMessage({ text: '/call mrtr.provision {"name": "orders"}' });
+  await chat.sendMessage({ text: message ?? '/call mrtr.provision {"name": "orders"}' });
 } else if (scenario === "approval") {
   onQuestion = (data) => answer(data.elicitationId, { approve: true });
   await chat.sendMessage({ text: RESTART });
@@ -139,6 +161,13 @@ if (scenario === "posted") {
   while ((await healthz()).openStreams > 0) await new Promise((done) => setTimeout(done, 20));
   const data = { elicitationId: question.elicitationId, action: "accept", content: { region: "us-east-1" } };
   await chat.sendMessage({ parts: [{ type: "data-elicitation-response", data }] });
+} else if (scenario === "reattach") {
+  onQuestion = () => chat.stop(); // the page goes away while the question is open
+  await chat.sendMessage({ text: message });
+  while ((await healthz()).openStreams > 0) await new Promise((done) => setTimeout(done, 20));
+  chat = newChat(); // and comes back: the run is read again from its start, then live
+  onQuestion = (data) => answer(data.elicitationId, { region: "eu-west-1" });
+  await chat.resumeStream();
 } else if (scenario === "auto") {
   await chat.sendMessage({ text: '/call legacy.echo {"text": "hi"}' });
   await new Promise((done) => setTimeout(done, 300)); // time for an automatic re-send, if the SDK wanted one
@@ -168,7 +197,19 @@ try {
 const tools = (message) =>
   message.parts
     .filter((p) => p.type === "dynamic-tool" || p.type.startsWith("tool-"))
-    .map(({ toolCallId, state, approval, output, errorText }) => ({ toolCallId, state, approval, output, errorText }));
+    .map(({ toolCallId, toolName, state, input, approval, output, errorText }) => ({
+      toolCallId,
+      toolName,
+      state,
+      input,
+      approval,
+      output,
+      errorText,
+    }));
+const reasoning = (message) =>
+  message.parts
+    .filter((p) => p.type === "reasoning")
+    .map(({ text, state }) => ({ text, state }));
 const text = (message) =>
   message.parts
     .filter((p) => p.type === "text")
@@ -180,6 +221,8 @@ console.log(
     errors,
     valid,
     asked,
+    // The data parts onData had, transient ones included (those are in no message).
+    data: dataParts,
     requests,
     chunks,
     approvals,
@@ -191,6 +234,7 @@ console.log(
       text: text(m),
       types: m.parts.map((p) => p.type),
       tools: tools(m),
+      reasoning: reasoning(m),
     })),
   }),
 );

@@ -10,7 +10,9 @@ from elicithub.clients.hub import (
     ElicitationResolved,
     Event,
     HubClient,
+    ModelStatus,
     RawEvent,
+    Reasoning,
     Text,
     ToolCall,
     ToolResult,
@@ -23,7 +25,12 @@ from elicithub.errors import (
     InvalidContent,
     Unauthorized,
 )
-from tests.conftest import RunningHub, free_port
+from tests.conftest import HubFactory, RunningHub, free_port
+from tests.models.hubs import standin_models
+from tests.models.script import Fail, Gate, Thinking
+from tests.models.script import Text as TextStep
+from tests.models.script import ToolCall as ToolCallStep
+from tests.models.standins import ModelStandIn
 
 pytestmark = pytest.mark.anyio
 PROVISION = '/call mrtr.provision {"name": "orders"}'
@@ -54,6 +61,40 @@ async def test_a_chat_yields_typed_events_and_an_answer_resumes_it(hub: RunningH
     # Parts this client has no type for pass through as they were sent.
     raw = [e.data["type"] for e in events if isinstance(e, RawEvent)]
     assert raw[0] == "start" and raw[-1] == "finish" and "start-step" in raw
+
+
+async def test_a_streamed_turn_comes_as_its_pieces_thinking_apart_and_a_retry_said(
+    make_hub: HubFactory, model_standin: ModelStandIn
+) -> None:
+    hub = make_hub(**standin_models(model_standin, "anthropic"))
+    gate = Gate()
+    model_standin.reply(Fail(429, "Overloaded.", retry_after=0))
+    model_standin.reply(
+        Thinking("Echo "),
+        Thinking("it."),
+        TextStep("Let me "),
+        TextStep("echo."),
+        gate,
+        ToolCallStep("legacy__echo", {"text": "hi"}),
+    )
+    model_standin.reply(TextStep("Echoed."))
+    events: list[Event] = []
+    async with HubClient(hub.url, token="alice-secret") as client:
+        with anyio.fail_after(30):
+            async for event in client.chat("hi", "chat-streamed"):
+                events.append(event)
+                if isinstance(event, Text):
+                    gate.release()  # read live: the call's arguments are to come
+    assert [e for e in events if isinstance(e, ModelStatus)] == [ModelStatus("Model gpt is busy; retrying now.")]
+    assert "".join(e.text for e in events if isinstance(e, Reasoning)) == "Echo it."
+    assert "".join(e.text for e in events if isinstance(e, Text)) == "Let me echo.Echoed."
+    [call] = [e for e in events if isinstance(e, ToolCall)]
+    assert (call.name, call.arguments) == ("legacy.echo", {"text": "hi"})
+    # The call's arguments as the model wrote them pass through as they were sent.
+    raw = [e.data for e in events if isinstance(e, RawEvent)]
+    started = [p for p in raw if p["type"] == "tool-input-start"]
+    assert [p["toolName"] for p in started] == ["legacy.echo"]
+    assert "".join(p["inputTextDelta"] for p in raw if p["type"] == "tool-input-delta") == '{"text": "hi"}'
 
 
 async def test_answer_errors_are_the_package_errors(hub: RunningHub) -> None:

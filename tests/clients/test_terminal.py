@@ -1,5 +1,6 @@
 """`elicithub chat` on a pseudo-terminal against a real hub: questions asked field by field, Ctrl-C cancels a
-question (form or sign-in), end of input exits; off a terminal a question is given up at once, never waited on."""
+question (form or sign-in), end of input exits; off a terminal a question is given up at once, never waited on. A
+reply from a streaming model is printed as it comes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import sys
 
 import pexpect
 
+from elicithub.clients.terminal import DIM, UNDIM
 from tests.conftest import HubFactory, McpProcess, RunningHub
+from tests.models.hubs import standin_models
+from tests.models.script import Fail, Gate, Text, Thinking, ToolCall
+from tests.models.standins import ModelStandIn
 
 
 def chat(hub: RunningHub) -> pexpect.spawn:
@@ -127,3 +132,37 @@ def test_quit_ends_the_session_and_no_later_line_is_sent(hub: RunningHub) -> Non
     with hub.client() as client:
         transcript = client.get("/run/api/conversations/bye-2").json()
     assert [m["text"] for m in transcript["messages"] if m["role"] == "user"] == ["hello"]
+
+
+def test_a_reply_is_printed_as_the_model_writes_it_its_thinking_dimmed_on_a_line_of_its_own(
+    make_hub: HubFactory, model_standin: ModelStandIn
+) -> None:
+    hub = make_hub(**standin_models(model_standin, "anthropic"))
+    gate = Gate()
+    model_standin.reply(Thinking("They greet; "), Thinking("greet back."), Text("Hello "), gate, Text("there."))
+    child = chat(hub)
+    child.sendline("hi")
+    child.expect_exact("Hello ")  # printed while the model still holds the rest
+    thought = child.before.rsplit("hi\r\n", 1)[-1]
+    assert thought.replace(DIM, "").replace(UNDIM, "") == "They greet; greet back.\r\n"  # a line of its own
+    assert thought.startswith(DIM) and thought.endswith(f"{UNDIM}\r\n")
+    gate.release()
+    child.expect_exact("there.")
+    assert child.before == ""  # the same line: no break between the pieces
+    child.expect_exact("you> ")
+    leave(child)
+
+
+def test_off_a_terminal_a_retry_is_said_thinking_left_out_and_notes_get_lines_of_their_own(
+    make_hub: HubFactory, model_standin: ModelStandIn
+) -> None:
+    hub = make_hub(**standin_models(model_standin, "anthropic"))
+    model_standin.reply(Fail(429, "Overloaded.", retry_after=0))
+    model_standin.reply(Thinking("Echo it."), Text("Let me "), Text("echo."), ToolCall("legacy__echo", {"text": "hi"}))
+    model_standin.reply(Text("Echoed."))
+    command = [sys.executable, "-m", "elicithub.cli", "chat", "--url", hub.url, "--token", "alice-secret"]
+    done = subprocess.run(command, input="hi\n", capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    said = "[Model gpt is busy; retrying now.]\nLet me echo.\n[calling legacy.echo]\nEchoed.\n"
+    assert said in done.stdout
+    assert "Echo it." not in done.stdout and DIM not in done.stdout

@@ -1,7 +1,9 @@
 """The hub from Python (async, httpx): chat and read typed events, answer questions, follow a conversation.
 
-The events are the hub's own where they are the same (`Text`, `ToolCall`, `ElicitationResolved`); the others
-carry what the stream gives a client (a tool's output, the conversation a question belongs to, the raw event).
+The events are the hub's own where they are the same (`Text`, `Reasoning`, `ModelStatus`, `ToolCall`,
+`ElicitationResolved`); the others carry what the stream gives a client (a tool's output, the conversation a question
+belongs to, the raw event). A model's text comes piece by piece as the model writes it, and so does its thinking
+(`Reasoning`, apart from the answer); `ModelStatus` says its request is being retried.
 
 async with HubClient("http://127.0.0.1:8700", token="alice-secret") as hub:
     async for event in hub.chat('/call deploy.deploy_service {"service": "orders"}'):
@@ -24,7 +26,8 @@ from typing import Any
 import httpx
 
 from elicithub.core.elicitation import Outcome, QuestionContext, State
-from elicithub.core.events import AnswerEvent, ElicitationResolved
+from elicithub.core.events import AnswerEvent, ElicitationResolved, ModelStatus
+from elicithub.core.events import ReasoningDelta as Reasoning
 from elicithub.core.events import TextDelta as Text
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import ToolCall
@@ -48,7 +51,9 @@ __all__ = [
     "ElicitationResolved",
     "Event",
     "HubClient",
+    "ModelStatus",
     "RawEvent",
+    "Reasoning",
     "Text",
     "ToolCall",
     "ToolResult",
@@ -84,12 +89,13 @@ class ElicitationRequest:
 
 @dataclass(frozen=True)
 class RawEvent:
-    """Any other part of the stream (start, finish, steps, types newer than this client), passed through as sent."""
+    """Any other part of the stream (start, finish, steps, a call's arguments as the model writes them, types newer
+    than this client), passed through as sent."""
 
     data: JsonObject
 
 
-Event = Text | ToolCall | ToolResult | ElicitationRequest | ElicitationResolved | RawEvent
+Event = Text | Reasoning | ModelStatus | ToolCall | ToolResult | ElicitationRequest | ElicitationResolved | RawEvent
 
 
 class HubClient:
@@ -201,6 +207,10 @@ def _event(part: JsonObject, conversation: str) -> Event:
     kind, data = part.get("type"), part.get("data")
     if kind == "text-delta":
         return Text(str(part.get("delta", "")))
+    if kind == "reasoning-delta":
+        return Reasoning(str(part.get("delta", "")))
+    if kind == "data-model-status" and isinstance(data, dict):
+        return ModelStatus(str(data.get("message", "")))
     if kind == "tool-input-available" and isinstance(arguments := part.get("input"), dict):
         return ToolCall(str(part.get("toolCallId")), str(part.get("toolName")), arguments)
     if kind == "tool-output-available":

@@ -1,4 +1,6 @@
-"""`elicithub chat`: a chat REPL against a hub, over HubClient; questions are asked with the terminal prompt."""
+"""`elicithub chat`: a chat REPL against a hub, over HubClient; questions are asked with the terminal prompt. A reply
+is printed as the model writes it; its thinking, on a terminal, dimmed on lines of its own (off one, not at all: a
+script reading the output gets the answer alone)."""
 
 from __future__ import annotations
 
@@ -7,16 +9,29 @@ import signal
 import sys
 import webbrowser
 from collections.abc import Callable
+from typing import Literal
 
 import anyio
 
-from elicithub.clients.hub import ElicitationRequest, ElicitationResolved, Event, HubClient, Text, ToolCall, ToolResult
+from elicithub.clients.hub import (
+    ElicitationRequest,
+    ElicitationResolved,
+    Event,
+    HubClient,
+    ModelStatus,
+    RawEvent,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from elicithub.clients.prompt import Terminal, is_terminal
 from elicithub.errors import HubError
 
 Opener = Callable[[str], object]
 EXIT_COMMANDS = ("/exit", "/quit")
 """Lines that end the session (as end of input does) instead of being sent to the agent."""
+DIM, UNDIM = "\x1b[2m", "\x1b[22m"
 
 
 def open_browser(url: str) -> object:
@@ -38,6 +53,10 @@ class Chat:
         """Tool names by call id, to name a call that failed."""
         self.waiting: set[str] = set()
         """url questions waiting for a sign-in in the browser; Ctrl-C cancels them."""
+        self.dim = sys.stdout.isatty()
+        """Whether the model's thinking is shown (dimmed): on a terminal only."""
+        self._line: Literal["text", "reasoning"] | None = None
+        """What the line being printed holds, piece by piece (None: the cursor is at a line's start)."""
 
     async def run(self) -> None:
         say = self.terminal.write
@@ -67,7 +86,7 @@ class Chat:
                     self.conversation_id = self.hub.conversation_id
                     await self._show(event)
                 tasks.cancel_scope.cancel()
-        self.terminal.write("")
+        self._end_line()
 
     async def _interrupts(self, reading: anyio.CancelScope) -> None:
         """Ctrl-C while a sign-in is awaited cancels it; otherwise it stops showing this reply."""
@@ -80,15 +99,38 @@ class Chat:
                     self.terminal.write("\n(interrupted)")
                     reading.cancel()
 
-    async def _show(self, event: Event) -> None:
-        say = self.terminal.write
-        if isinstance(event, Text):
-            sys.stdout.write(event.text)
+    def _piece(self, kind: Literal["text", "reasoning"], text: str) -> None:
+        """Print a piece of the reply as it comes, on the line of its kind (the answer never mixed with thinking)."""
+        if self._line != kind:
+            self._end_line()
+            self._line = kind
+        sys.stdout.write(f"{DIM}{text}{UNDIM}" if kind == "reasoning" else text)
+        sys.stdout.flush()
+
+    def _end_line(self) -> None:
+        if self._line is not None:
+            sys.stdout.write("\n")
             sys.stdout.flush()
+            self._line = None
+
+    async def _show(self, event: Event) -> None:
+        if isinstance(event, Text):
+            self._piece("text", event.text)
+            return
+        if isinstance(event, Reasoning):
+            if self.dim:
+                self._piece("reasoning", event.text)
+            return
+        if isinstance(event, RawEvent) or (isinstance(event, ToolResult) and not event.is_error):
+            return  # nothing to print: the line being printed goes on
+        self._end_line()
+        say = self.terminal.write
+        if isinstance(event, ModelStatus):
+            say(f"[{event.text}]")
         elif isinstance(event, ToolCall):
             self.tools[event.call_id] = event.name
             say(f"[calling {event.name}]")
-        elif isinstance(event, ToolResult) and event.is_error:
+        elif isinstance(event, ToolResult):
             say(f"[{self.tools.get(event.call_id, event.call_id)} failed]")
         elif isinstance(event, ElicitationRequest):
             await self._ask(event)

@@ -4,6 +4,7 @@
 import { createQuestion } from "./approval.js";
 import { h, randomId } from "./dom.js";
 import { OUTCOMES, refusal } from "./prompt.js";
+import { Steps } from "./steps.js";
 import { readParts } from "./stream.js";
 import { loadSuggestions, suggestionButtons } from "./suggestions.js";
 
@@ -45,8 +46,7 @@ class Reply {
   constructor(conversation) {
     this.conversation = conversation;
     this.element = null;
-    this.texts = new Map();
-    this.tools = new Map();
+    this.steps = new Steps((node) => this.append(node), place);
     this.streams = 0; // how many streams of this page carry the run (while any does, it answers questions)
     this.asked = new Set(); // the questions shown in this reply, by elicitation id
     this.awaited = new Set(); // while reattached: shown questions the replay has not come to yet (see reattach)
@@ -74,6 +74,7 @@ class Reply {
   async read(response, position) {
     this.streams += 1;
     this.finished = false;
+    this.steps.restart(Boolean(position?.lastEventId));
     try {
       await readParts(response, (part) => this.apply(part), position);
       return this.finished;
@@ -94,15 +95,6 @@ class Reply {
     else this.lost();
   }
 
-  text(id, delta) {
-    let node = this.texts.get(id);
-    if (node === undefined) {
-      node = this.append(h("p", { class: "text" }));
-      this.texts.set(id, node);
-    }
-    place(node, delta);
-  }
-
   apply(part) {
     if (part === null || typeof part !== "object") return;
     const data = part.data ?? {};
@@ -111,24 +103,10 @@ class Reply {
       this.passOver(part, data);
       return;
     }
+    if (this.steps.apply(part)) return;
     switch (part.type) {
-      case "text-start":
-        this.text(part.id, "");
-        break;
-      case "text-delta":
-        this.text(part.id, String(part.delta ?? ""));
-        break;
-      case "tool-input-available":
-        this.toolStarted(part);
-        break;
-      case "tool-output-available":
-        this.toolFinished(part.toolCallId, "done", part.output);
-        break;
-      case "tool-output-error":
-        this.toolFinished(part.toolCallId, "failed", part.errorText);
-        break;
-      case "data-tool-status":
-        this.toolProgress(String(data.toolCallId ?? part.id), String(data.message ?? ""));
+      case "finish":
+        this.steps.settled();
         break;
       case "error":
         this.append(h("p", { class: "error" }, String(part.errorText ?? "Something went wrong.")));
@@ -140,7 +118,7 @@ class Reply {
         prompts.get(String(data.elicitationId ?? part.id))?.prompt.resolve(data.outcome);
         break;
       default:
-      // start, finish, text-end and kinds this page does not know: nothing to show.
+      // start, steps and kinds this page does not know: nothing to show.
     }
   }
 
@@ -158,40 +136,6 @@ class Reply {
       for (const event of this.held.values()) this.ask(event);
       this.held.clear();
     }
-  }
-
-  toolStarted(part) {
-    const status = h("span", { class: "tool-status" }, "running…");
-    const node = this.append(
-      h(
-        "div",
-        { class: "tool" },
-        h("p", {}, "Tool ", h("code", {}, String(part.toolName ?? "")), " ", status),
-        h("details", {}, h("summary", {}, "Arguments"), h("pre", {}, JSON.stringify(part.input ?? {}, null, 2))),
-      ),
-    );
-    this.tools.set(part.toolCallId, { node, status, progress: null });
-  }
-
-  /** What a tool that works on (a downstream MCP task) says it is doing now; the latest replaces the one before. */
-  toolProgress(callId, message) {
-    const tool = this.tools.get(callId);
-    if (tool === undefined || !message) return;
-    if (tool.progress === null) {
-      tool.progress = h("p", { class: "tool-progress", role: "status" });
-      tool.node.children[0].after(tool.progress);
-    }
-    tool.progress.textContent = message;
-  }
-
-  toolFinished(callId, state, output) {
-    const tool = this.tools.get(callId);
-    if (tool === undefined) return;
-    tool.progress?.remove(); // it said what the tool was doing while it worked
-    tool.status.textContent = state;
-    tool.status.dataset.state = state;
-    const text = typeof output === "string" ? output : JSON.stringify(output, null, 2);
-    tool.node.append(h("details", {}, h("summary", {}, "Result"), h("pre", {}, text ?? "")));
   }
 
   ask(event) {
@@ -274,7 +218,7 @@ function showConversation({ id, messages, pending }) {
   startConversation(id);
   for (const message of messages) {
     if (message.role === "user") userMessage(String(message.text));
-    else new Reply(id).text("restored", String(message.text));
+    else new Reply(id).steps.text("restored", String(message.text));
   }
   const reply = new Reply(id);
   for (const event of pending) reply.ask(event);

@@ -18,7 +18,7 @@ from elicithub.core.events import TokenUsage
 from elicithub.core.runs import ToolCall
 from elicithub.errors import HubError
 from elicithub.runtime.models import providers
-from elicithub.runtime.models.seam import ModelRequest, ModelTurn, Sink, Status, Unreadable, read_arguments
+from elicithub.runtime.models.seam import ModelRequest, ModelTurn, Sink, Status, ToolSpec, Unreadable, read_arguments
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse
@@ -75,7 +75,7 @@ class ProviderModel:
         attempt = 0
         while True:
             started = time.monotonic()
-            streamed = _Streamed(sink)
+            streamed = _Streamed(sink, request.tools)
             try:
                 with telemetry.model_request(self.entry.provider, self.entry.model) as span:
                     response = await self._request(request, streamed, started)
@@ -166,10 +166,12 @@ class ProviderModel:
 
 
 class _Streamed:
-    """One request's events passed on to the sink: pieces of text, of thinking, of a call's arguments."""
+    """One request's events passed on to the sink: pieces of text, of thinking, of a call's arguments (the call
+    named as its `ToolCall` will be, SERVER.TOOL, not as the provider was sent it)."""
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, tools: list[ToolSpec]) -> None:
         self.sink = sink
+        self.tools = tools
         self.any = False
         self._calls: dict[int, tuple[str, str]] = {}
 
@@ -194,9 +196,10 @@ class _Streamed:
             elif isinstance(part, ThinkingPart):
                 self.sink.add_reasoning(part.content)
             elif isinstance(part, ToolCallPart):
-                self._calls[event.index] = (part.tool_call_id, part.tool_name)
+                name = self._name(part.tool_name)
+                self._calls[event.index] = (part.tool_call_id, name)
                 args = part.args_as_json_str() if part.args else ""
-                self.sink.add_tool_input(part.tool_call_id, part.tool_name, args)
+                self.sink.add_tool_input(part.tool_call_id, name, args)
             else:
                 return False
         elif isinstance(event, PartDeltaEvent):
@@ -206,7 +209,8 @@ class _Streamed:
             elif isinstance(delta, ThinkingPartDelta):
                 self.sink.add_reasoning(delta.content_delta or "")
             elif isinstance(delta, ToolCallPartDelta):
-                call_id, name = self._calls.get(event.index, (delta.tool_call_id or "", delta.tool_name_delta or ""))
+                wire = delta.tool_name_delta or ""
+                call_id, name = self._calls.get(event.index, (delta.tool_call_id or "", self._name(wire)))
                 self.sink.add_tool_input(call_id, name, _args(delta.args_delta))
             else:
                 return False
@@ -214,6 +218,9 @@ class _Streamed:
             return False
         self.any = True
         return first
+
+    def _name(self, wire: str) -> str:
+        return providers.our_name(wire, self.tools) if wire else ""
 
 
 def _args(args: str | dict[str, Any] | None) -> str:

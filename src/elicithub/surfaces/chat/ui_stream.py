@@ -1,4 +1,8 @@
-"""The AI SDK UI message stream (protocol v1): text, tool and data parts, then finish and [DONE].
+"""The AI SDK UI message stream (protocol v1): text, reasoning, tool and data parts, then finish and [DONE].
+
+A model turn streams: its thinking as a reasoning part and its text as a text part, each opened at its first piece
+and closed when something else follows (at the latest, when its step ends); a call's arguments as the model writes
+them (`tool-input-start`, `tool-input-delta`), then the whole input (`tool-input-available`) once the call is made.
 
 With native approvals (AI SDK 6), a question approving the person's own tool call is a `tool-approval-request` for
 that call, and the stream ends when the run pauses on such questions alone: the AI SDK client answers with an
@@ -8,166 +12,44 @@ assistant message."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Literal, TypedDict
+from typing import Literal
 
 from elicithub.core.elicitation import new_id
 from elicithub.core.events import (
-    ApprovalPendingEvent,
     ElicitationRequested,
     ElicitationResolved,
-    RequestEvent,
-    ResolvedEvent,
+    ModelStatus,
+    ReasoningDelta,
     RunFinished,
     RunPaused,
     StepStarted,
     StreamEvent,
     TextDelta,
     ToolCallFinished,
+    ToolInputDelta,
     ToolStatus,
-    asked_event,
     framed,
-    resolved_event,
 )
-from elicithub.core.jsoncodec import JsonObject, dumps_event
 from elicithub.core.runs import ToolCall
+from elicithub.surfaces.chat.ui_parts import (
+    Bound,
+    ToolInputErrorPart,
+    ToolInputPart,
+    approval_request,
+    encode,
+    question,
+    resolved,
+    tool_output,
+    tool_status,
+)
 
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 DONE = "[DONE]"
-
-
-# The parts this stream writes, in the AI SDK's shapes (its UIMessageChunk): the hub's tools are `dynamic` ones.
-
-
-class StartPart(TypedDict):
-    type: Literal["start"]
-    messageId: str
-
-
-class MarkPart(TypedDict):
-    type: Literal["start-step", "finish-step", "finish"]
-
-
-class TextPart(TypedDict):
-    type: Literal["text-start", "text-end"]
-    id: str
-
-
-class TextDeltaPart(TypedDict):
-    type: Literal["text-delta"]
-    id: str
-    delta: str
-
-
-class ToolInputPart(TypedDict):
-    type: Literal["tool-input-available"]
-    toolCallId: str
-    toolName: str
-    input: JsonObject
-    dynamic: Literal[True]
-
-
-class ToolOutputPart(TypedDict):
-    type: Literal["tool-output-available"]
-    toolCallId: str
-    output: str
-    dynamic: Literal[True]
-
-
-class ToolErrorPart(TypedDict):
-    type: Literal["tool-output-error"]
-    toolCallId: str
-    errorText: str
-    dynamic: Literal[True]
-
-
-class ToolDeniedPart(TypedDict):
-    type: Literal["tool-output-denied"]
-    toolCallId: str
-
-
-class ToolApprovalPart(TypedDict):
-    type: Literal["tool-approval-request"]
-    approvalId: str
-    toolCallId: str
-
-
-class ToolStatusData(TypedDict):
-    """What a call that works on says it is doing now (the latest one a client keeps, by the part's id)."""
-
-    toolCallId: str
-    message: str
-
-
-class ToolStatusPart(TypedDict):
-    type: Literal["data-tool-status"]
-    id: str
-    data: ToolStatusData
-
-
-class QuestionPart(TypedDict):
-    type: Literal["data-elicitation-request", "data-approval-pending"]
-    id: str
-    data: RequestEvent | ApprovalPendingEvent
-
-
-class ResolvedPart(TypedDict):
-    type: Literal["data-elicitation-resolved"]
-    id: str
-    data: ResolvedEvent
-
-
-UIPart = (
-    StartPart
-    | MarkPart
-    | TextPart
-    | TextDeltaPart
-    | ToolInputPart
-    | ToolOutputPart
-    | ToolErrorPart
-    | ToolDeniedPart
-    | ToolApprovalPart
-    | ToolStatusPart
-    | QuestionPart
-    | ResolvedPart
-)
-
-
-def _part(part: UIPart) -> str:
-    return dumps_event(part)
-
-
-def _tool_output(event: ToolCallFinished, denied: bool = False) -> str:
-    if denied:
-        # AI SDK 6 keeps a denied call's part as `output-denied`, with the approval's reason and no text.
-        return _part({"type": "tool-output-denied", "toolCallId": event.call_id})
-    if event.is_error:
-        return _part(
-            {"type": "tool-output-error", "toolCallId": event.call_id, "errorText": event.text, "dynamic": True}
-        )
-    return _part({"type": "tool-output-available", "toolCallId": event.call_id, "output": event.text, "dynamic": True})
-
-
-def _status(event: ToolStatus) -> str:
-    # One id per call: a client that keeps data parts by id (the AI SDK does) holds the latest status only.
-    data: ToolStatusData = {"toolCallId": event.call_id, "message": event.text}
-    return _part({"type": "data-tool-status", "id": f"{event.call_id}-status", "data": data})
-
-
-def _request(event: ElicitationRequested) -> str:
-    data = asked_event(event.elicitation)
-    kind: Literal["data-elicitation-request", "data-approval-pending"] = (
-        "data-elicitation-request" if data["type"] == "elicitation-request" else "data-approval-pending"
-    )
-    return _part({"type": kind, "id": data["elicitationId"], "data": data})
-
-
-def _resolved(event: ElicitationResolved) -> str:
-    resolved = resolved_event(event.elicitation_id, event.outcome, event.answered_by)
-    return _part({"type": "data-elicitation-resolved", "id": event.elicitation_id, "data": resolved})
-
-
-def _approval_request(event: ElicitationRequested, call_id: str) -> str:
-    return _part({"type": "tool-approval-request", "approvalId": event.elicitation.id, "toolCallId": call_id})
+Kind = Literal["text", "reasoning"]
+_BOUNDS: dict[Kind, tuple[Bound, Bound]] = {
+    "text": ("text-start", "text-end"),
+    "reasoning": ("reasoning-start", "reasoning-end"),
+}
 
 
 class UIMessageStreamWriter:
@@ -197,8 +79,11 @@ class UIMessageStreamWriter:
         self._input_held = continues is not None
         """The client's message holds the continued call's input: the stream does not send it again."""
         self.ended = False
-        self._text_id: str | None = None
-        self._texts = 0
+        self._open: tuple[Kind, str] | None = None
+        """The text or reasoning part open now (its kind and id): the turn's next piece of that kind goes on in it."""
+        self._parts = 0
+        self._inputs: dict[str, tuple[str, str]] = {}
+        """The calls whose input has streamed here and that are not made yet: (name, input so far) by call id."""
         self._in_step = continues is not None
         self._call: str | None = None
         """The tool call under way, whose questions these are."""
@@ -206,44 +91,94 @@ class UIMessageStreamWriter:
         """The questions sent as `tool-approval-request`."""
 
     def start(self) -> list[str]:
-        return [_part({"type": "start", "messageId": self.message_id})]
+        return [encode({"type": "start", "messageId": self.message_id})]
 
-    def _end_text(self) -> list[str]:
-        if self._text_id is None:
+    def _close_part(self) -> list[str]:
+        """Close the text or reasoning part open now: something else follows."""
+        if self._open is None:
             return []
-        part = _part({"type": "text-end", "id": self._text_id})
-        self._text_id = None
-        return [part]
+        kind, part_id = self._open
+        self._open = None
+        return [encode({"type": _BOUNDS[kind][1], "id": part_id})]
+
+    def _piece(self, kind: Kind, delta: str) -> list[str]:
+        """A piece of the turn's text or thinking: in the part of its kind open now, or in a new one."""
+        out = self._step()
+        if self._open is None or self._open[0] != kind:
+            out += self._close_part()
+            self._parts += 1
+            self._open = kind, f"{self.message_id}_{kind[0]}{self._parts}"
+            out.append(encode({"type": _BOUNDS[kind][0], "id": self._open[1]}))
+        delta_type: Literal["text-delta", "reasoning-delta"] = "text-delta" if kind == "text" else "reasoning-delta"
+        out.append(encode({"type": delta_type, "id": self._open[1], "delta": delta}))
+        return out
+
+    def _input(self, event: ToolInputDelta) -> list[str]:
+        """Some of a call's arguments as the model writes them. A reader that missed the call's first piece (it
+        came later) gets none: the call's `tool-input-available` brings the input whole."""
+        started = self._inputs.get(event.call_id)
+        if started is None and not event.first:
+            return []
+        out = [*self._step(), *self._close_part()]
+        if started is None:
+            started = event.name, ""
+            out.append(
+                encode(
+                    {"type": "tool-input-start", "toolCallId": event.call_id, "toolName": event.name, "dynamic": True}
+                )
+            )
+        self._inputs[event.call_id] = started[0], started[1] + event.text
+        if event.text:
+            out.append(encode({"type": "tool-input-delta", "toolCallId": event.call_id, "inputTextDelta": event.text}))
+        return out
+
+    def _abandoned(self) -> list[str]:
+        """The calls whose input streamed but that will not be made: their turn or run ended first."""
+        out = []
+        for call_id, (name, text) in self._inputs.items():
+            part: ToolInputErrorPart = {
+                "type": "tool-input-error",
+                "toolCallId": call_id,
+                "toolName": name,
+                "input": text,
+                "errorText": "The call was not made: its model turn or run ended first.",
+                "dynamic": True,
+            }
+            out.append(encode(part))
+        self._inputs.clear()
+        return out
 
     def _step(self) -> list[str]:
         """Open a step before content that comes outside one (a stream that continues a run starts mid-step)."""
         if self._in_step:
             return []
         self._in_step = True
-        return [_part({"type": "start-step"})]
+        return [encode({"type": "start-step"})]
 
-    def _end_step(self) -> list[str]:
+    def _end_step(self, over: bool = False) -> list[str]:
+        """Close the step; `over`: its turn's calls that were not made never will be."""
         if not self._in_step:
             return []
         self._in_step = False
-        return [*self._end_text(), _part({"type": "finish-step"})]
+        return [*self._close_part(), *(self._abandoned() if over else []), encode({"type": "finish-step"})]
 
     def write(self, event: StreamEvent) -> list[str]:
         if isinstance(event, StepStarted):
-            return [*self._end_step(), *self._step()]
+            return [*self._end_step(over=True), *self._step()]
         if isinstance(event, TextDelta):
-            out = self._step()
-            if self._text_id is None:
-                self._texts += 1
-                self._text_id = f"{self.message_id}_t{self._texts}"
-                out.append(_part({"type": "text-start", "id": self._text_id}))
-            out.append(_part({"type": "text-delta", "id": self._text_id, "delta": event.text}))
-            return out
+            return self._piece("text", event.text)
+        if isinstance(event, ReasoningDelta):
+            return self._piece("reasoning", event.text)
+        if isinstance(event, ToolInputDelta):
+            return self._input(event)
+        if isinstance(event, ModelStatus):
+            return [encode({"type": "data-model-status", "data": {"message": event.text}, "transient": True})]
         if isinstance(event, ToolCall) and self._input_held and event.call_id == self._continued:
             self._input_held = False  # once: a later call of the same id is a new one
             self._call = event.call_id
             return []
         if isinstance(event, ToolCall):
+            self._inputs.pop(event.call_id, None)  # its input streamed as tool-input-delta, or comes whole now
             # Tools come from MCP servers the client does not know of: dynamic tools, in AI SDK terms.
             part: ToolInputPart = {
                 "type": "tool-input-available",
@@ -253,30 +188,30 @@ class UIMessageStreamWriter:
                 "dynamic": True,
             }
             self._call = event.call_id
-            return [*self._step(), *self._end_text(), _part(part)]
+            return [*self._step(), *self._close_part(), encode(part)]
         if isinstance(event, ToolStatus):
-            return [*self._step(), *self._end_text(), framed(event, "ui", lambda: _status(event))]
+            return [*self._step(), *self._close_part(), framed(event, "ui", lambda: tool_status(event))]
         if isinstance(event, ToolCallFinished):
             self._call = None
             continued, self._continued = event.call_id == self._continued, None
             if continued and self.denied and event.is_error:
-                return [*self._step(), _tool_output(event, denied=True)]
-            return [*self._step(), framed(event, "ui", lambda: _tool_output(event))]
+                return [*self._step(), tool_output(event, denied=True)]
+            return [*self._step(), framed(event, "ui", lambda: tool_output(event))]
         if isinstance(event, ElicitationRequested):
             if self._native_approval(event):
                 assert self._call is not None
                 self._native.add(event.elicitation.id)
                 # Not `framed`: the frame names the call this stream showed, which another reader may not have seen.
-                return [*self._step(), *self._end_text(), _approval_request(event, self._call)]
-            return [*self._step(), *self._end_text(), framed(event, "ui", lambda: _request(event))]
+                return [*self._step(), *self._close_part(), approval_request(event, self._call)]
+            return [*self._step(), *self._close_part(), framed(event, "ui", lambda: question(event))]
         if isinstance(event, ElicitationResolved):
-            return [framed(event, "ui", lambda: _resolved(event))]
+            return [framed(event, "ui", lambda: resolved(event))]
         if isinstance(event, RunPaused) and self._waits_for_client(event):
             self.ended = True
             return self.end()
         if isinstance(event, RunFinished):
-            return self.end()
-        return []  # RunStarted, RunPaused: nothing to show
+            return [*self._end_step(over=True), *self.end()]
+        return []  # RunStarted, RunPaused, TokenUsage: nothing to show
 
     def _native_approval(self, event: ElicitationRequested) -> bool:
         """Whether the question goes as AI SDK 6's approval of the call under way: an approval its requester
@@ -293,4 +228,6 @@ class UIMessageStreamWriter:
         return bool(ids) and ids <= self._native
 
     def end(self) -> list[str]:
-        return [*self._end_step(), *self._end_text(), _part({"type": "finish"}), DONE]
+        """The stream ends here: at the run's end, at a pause only the client's next request goes on from, or where
+        the run's events stopped coming (its calls may still be made: their inputs are left as they are)."""
+        return [*self._end_step(), *self._close_part(), encode({"type": "finish"}), DONE]
