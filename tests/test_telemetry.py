@@ -24,6 +24,8 @@ from elicithub import telemetry
 from elicithub.core.runs import RunRecord
 from tests.auth.test_credential_flow import converse
 from tests.conftest import HubFactory, RunningHub, served
+from tests.models.script import Text
+from tests.models.standins import ModelStandIn
 from tests.server.test_chat_openai import chat, conversation, items
 from tests.triggers.test_a2a_agents import AgentProcess, answer_with
 
@@ -364,3 +366,25 @@ def test_a_process_that_set_its_own_providers_has_the_hub_use_them() -> None:
     done = subprocess.run([sys.executable, "-c", PROCESS_PROVIDER], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['tool_call']"  # in the process's exporter, and not also on the console
+
+
+def test_a_model_request_is_a_span_with_the_genai_attributes_and_no_key(
+    otel: Otel, make_hub: HubFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_KEY", "sk-span-secret")
+    with ModelStandIn() as standin:
+        model = {"id": "claude", "provider": "anthropic", "model": "claude-standin", "api_key_env": "STANDIN_KEY"}
+        hub = make_hub(models=[{**model, "base_url": standin.anthropic_base_url}], model="claude")
+        standin.reply(Text("Hi."), input_tokens=42, output_tokens=3)
+        assert "".join(str(i) for i in items(chat(hub, "hello"))) == "Hi."
+    [span] = otel.named("chat claude-standin")  # ended before the stream's last event: the turn's end follows it
+    assert dict(span.attributes or {}) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.request.model": "claude-standin",
+        "gen_ai.usage.input_tokens": 42,
+        "gen_ai.usage.output_tokens": 3,
+    }
+    [run] = runs_finished(otel, 1)
+    assert span.parent is not None and span.parent.span_id == run.context.span_id
+    assert not [a for a in every_attribute(otel) if "sk-span-secret" in a]
