@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -417,3 +418,83 @@ def test_admin_group_and_groups_claim_of_another_shape_name_the_key_path() -> No
     assert error_of({"auth": {"oidc": {**oidc, "groups_claim": ""}}}) == (
         "auth.oidc.groups_claim: string should have at least 1 character"
     )
+
+
+GPT = {"id": "gpt", "provider": "openai", "model": "gpt-5-mini", "api_key_env": "OPENAI_API_KEY"}
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (
+            {"models": [{**GPT, "provider": "mistral"}]},
+            "models[0].provider: must be one of openai, anthropic, google, openai-compatible",
+        ),
+        ({"models": [{**GPT, "settings": {"temprature": 0.2}}]}, "models[0].settings.temprature: unknown key"),
+        ({"models": [{k: v for k, v in GPT.items() if k != "model"}]}, "models[0].model: is required"),
+        (
+            {"models": [GPT], "agents": [{"id": "assistant", "model": "claude"}]},
+            "agents[0].model: no model claude in models",
+        ),
+        ({"models": [GPT], "model": "claude"}, "model: no model claude in models"),
+        ({"models": [GPT, GPT]}, "models: duplicate id gpt"),
+        (
+            {"models": [{**GPT, "provider": "openai-compatible"}]},
+            "models[0].base_url: is required when provider is openai-compatible",
+        ),
+        ({"models": [{**GPT, "api_key_env": None}]}, "models[0].api_key_env: is required when provider is openai"),
+        (
+            {"models": [{**GPT, "settings": {"max_tokens": 0}}]},
+            "models[0].settings.max_tokens: input should be greater than 0",
+        ),
+        (
+            {"agents": [{"id": "assistant", "max_steps": 0}]},
+            "agents[0].max_steps: input should be greater than or equal to 1",
+        ),
+        (
+            {"agents": [{"id": "assistant", "instructions": "a", "instructions_file": "b"}]},
+            "agents[0].instructions_file: give instructions or instructions_file, not both",
+        ),
+    ],
+)
+def test_a_bad_model_or_agent_is_an_error_naming_its_key(data: dict[str, Any], error: str) -> None:
+    assert error_of(data) == error
+
+
+def test_models_and_agents_pick_their_models_and_v1_models_still_work(tmp_path: Path) -> None:
+    claude = {"id": "claude", "provider": "anthropic", "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"}
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "assistant.md").write_text("You are the release assistant of ACME.\n")
+    path = write(
+        tmp_path,
+        json.dumps(
+            {
+                "models": [GPT, claude],
+                "model": "gpt",
+                "agents": [
+                    {
+                        "id": "assistant",
+                        "model": "claude",
+                        "instructions_file": "prompts/assistant.md",
+                        "max_steps": 12,
+                    },
+                    {"id": "researcher"},
+                ],
+            }
+        ),
+    )
+    config = load_config(path)
+    assistant, researcher = config.agents
+    assert config.model_of(assistant).model == "claude-sonnet-4-5"  # type: ignore[union-attr]
+    assert config.model_of(researcher) == config.default_model() == config.models[0]
+    assert (assistant.instructions, assistant.max_steps, researcher.max_steps) == (
+        "You are the release assistant of ACME.\n",
+        12,
+        8,
+    )
+    assert parse_config({}).default_model().kind == "scripted"  # type: ignore[union-attr]
+    v1 = parse_config({"model": {"kind": "openai", "model": "gpt-4o-mini", "api_key_env": "K"}}).default_model()
+    assert v1.kind == "openai"  # type: ignore[union-attr]
+    missing = write(tmp_path, json.dumps({"agents": [{"id": "assistant", "instructions_file": "nope.md"}]}))
+    with pytest.raises(ConfigError, match=r"agents\[0\].instructions_file: cannot read"):
+        load_config(missing)
