@@ -13,6 +13,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + NotFound
     - ElicitationNotFound
     - ConversationNotFound
+    - ToolCallNotFound
   + AlreadyResolved
   + SelfApprovalRefused
   + Expired
@@ -75,6 +76,14 @@ class ElicitationNotFound(NotFound):
 class ConversationNotFound(NotFound):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"No conversation {conversation_id!r} for this user.")
+
+
+class ToolCallNotFound(NotFound):
+    """A result for a call that does not wait for one in the conversation (its client makes only the calls a run
+    handed over to it, each once)."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(f"No call {call_id!r} waits for its result in this conversation.")
 
 
 class AlreadyResolved(HubError):

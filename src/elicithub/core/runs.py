@@ -74,6 +74,30 @@ class ToolCall:
         return cls(data["id"], data["name"], data["arguments"], data.get("error"))
 
 
+class ClientTool(TypedDict):
+    """A tool the run's client offers the model and makes itself (AG-UI's front-end tools): the hub never calls it.
+    A call of one ends the run; the client's result, sent as the conversation's next message, starts the next."""
+
+    name: str
+    description: str
+    parameters: JsonObject
+    """The JSON schema of its arguments."""
+
+
+def waiting_calls(messages: Sequence[Message]) -> list[str]:
+    """The ids of the calls that wait for their result: those of the last assistant message without one, when
+    nothing but results follows it (a run that ended on calls its client makes)."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message["role"] == "tool":
+            answered.add(str(message.get("tool_call_id", "")))
+        elif message["role"] == "assistant":
+            return [c["id"] for c in message.get("tool_calls", []) if c["id"] not in answered]
+        else:
+            break
+    return []
+
+
 RunStatus = Literal["running", "paused", "finished"]
 
 CHILD_RUN = "childRunId"
@@ -127,6 +151,10 @@ class RunRecord:
     surface: str = "chat"  # where its person is (chat, mcp, a2a, slack)
     modes: list[str] = field(default_factory=lambda: ["form", "url"])  # the questions their client can show
     updated_at: float = 0.0
+    client_tools: list[ClientTool] = field(default_factory=list)
+    """The tools its client offers beside the agent's own (a call of one ends the run)."""
+    instructions: str = ""
+    """What its client adds to the agent's instructions for this run (AG-UI's `context`)."""
     history: int = 0
     """How many of the first `messages` are its conversation's first messages, which the store keeps once with the
     conversation: a save writes only the run's own messages after them, so its cost does not grow with the

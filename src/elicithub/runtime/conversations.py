@@ -13,14 +13,14 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
 from elicithub.core.ports import Backend
-from elicithub.core.runs import ConversationRecord, Message, RunRecord, conversation_key
+from elicithub.core.runs import ClientTool, ConversationRecord, Message, RunRecord, conversation_key, waiting_calls
 from elicithub.core.waiting import Resolution
 from elicithub.errors import (
     ConversationNotFound,
@@ -29,12 +29,22 @@ from elicithub.errors import (
     HubError,
     InvalidContent,
     SelfApprovalRefused,
+    ToolCallNotFound,
 )
 from elicithub.runtime.histories import add_message
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.running import Running
 from elicithub.runtime.stream import RunStream
 from elicithub.runtime.taken import Answered, Followed, Following, Sent
+
+
+@dataclass(frozen=True)
+class Offered:
+    """What a caller's client offers one run: tools it makes itself, beside the agent's own (a call of one ends the
+    run, see `send_results`), and words added to the agent's instructions."""
+
+    tools: Sequence[ClientTool] = ()
+    instructions: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,19 +106,64 @@ class Conversations:
         *,
         agent: str = "assistant",
         history: list[Message] | None = None,
+        client: Offered | None = None,
     ) -> Sent:
         """Add the caller's message and start a run of `agent`; a run still going in the conversation is
-        superseded. `history` seeds a conversation the hub does not know yet (an OpenAI client sends it all)."""
+        superseded. `history` seeds a conversation the hub does not know yet (an OpenAI client sends it all);
+        `client`: what the caller's client offers the run."""
+        message: Message = {"role": "user", "content": text}
+        return await self._add(caller, conversation_id, [*(history or []), message], 1, agent, client)
+
+    async def send_results(
+        self,
+        caller: Caller,
+        conversation_id: str,
+        results: list[Message],
+        *,
+        agent: str = "assistant",
+        client: Offered | None = None,
+    ) -> Sent:
+        """Add the results (one or more tool messages) of the calls a run handed over to the caller's client (it
+        ended `client_tool`) and start a run of `agent` that goes on from them: the model is asked again. A result
+        for a call the conversation holds one for already is passed over (a client sends its whole thread); one for
+        a call that does not wait for a result refuses them all (ToolCallNotFound), and nothing is taken."""
+        ids = [str(r.get("tool_call_id")) for r in results]
+        try:
+            told = await self.transcript(caller, conversation_id)
+        except ConversationNotFound:
+            raise ToolCallNotFound(ids[0]) from None
+        waiting = set(waiting_calls(told))
+        answered = {m.get("tool_call_id") for m in told if m["role"] == "tool"}
+        new: list[Message] = []
+        for call_id, result in zip(ids, results, strict=True):
+            if call_id in waiting:
+                waiting.remove(call_id)  # a second result for it is refused
+                new.append(result)
+            elif call_id not in answered:
+                raise ToolCallNotFound(call_id)
+        if not new:
+            raise ToolCallNotFound(", ".join(ids))
+        return await self._add(caller, conversation_id, new, len(new), agent, client)
+
+    async def _add(
+        self,
+        caller: Caller,
+        conversation_id: str | None,
+        messages: list[Message],
+        count: int,
+        agent: str,
+        client: Offered | None,
+    ) -> Sent:
+        """Add the last `count` of `messages` (all of them to a conversation the hub does not know) and start a run
+        of `agent` from the conversation as it then is."""
         conversation_id = await self._id_for(caller, conversation_id)
         key = conversation_key(caller.user_id, conversation_id)
         run_id = new_id("run")
-        message: Message = {"role": "user", "content": text}
-        new = ConversationRecord(
-            key, conversation_id, caller.user_id, [*(history or []), message], run_id, updated_at=time.time()
-        )
-        record, superseded = await add_message(self.backend, self.runner.histories, new)
+        new = ConversationRecord(key, conversation_id, caller.user_id, messages, run_id, updated_at=time.time())
+        record, superseded = await add_message(self.backend, self.runner.histories, new, count)
         if superseded is not None:
             await self._supersede(key, superseded)
+        client = client or Offered()
         run = RunRecord(
             run_id,
             conversation_id,
@@ -120,6 +175,8 @@ class Conversations:
             updated_at=time.time(),
             surface=caller.surface,
             modes=sorted(caller.modes),
+            client_tools=list(client.tools),
+            instructions=client.instructions,
             history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
         )
         self._running.start(run, resumed=False)

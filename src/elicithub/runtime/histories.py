@@ -65,13 +65,14 @@ class Histories:
 
 
 async def add_message(
-    backend: Backend, histories: Histories, new: ConversationRecord
+    backend: Backend, histories: Histories, new: ConversationRecord, count: int = 1
 ) -> tuple[ConversationRecord, str | None]:
     """`send`'s write (`ConversationStore.send`, `new` as it takes it): the conversation as written, with all its
-    messages (the store's, unless `histories` holds them), and the run it superseded. Seen by `histories`."""
-    added = await backend.conversations.send(new)
-    if added is None:  # stored in an earlier form: read and written by compare-and-set
-        return await _put_message(backend, histories, new)
+    messages (the store's, unless `histories` holds them), and the run it superseded. Seen by `histories`. `count`:
+    how many of `new`'s last messages are added (the results of several calls its client made go in one write)."""
+    added = await backend.conversations.send(new) if count == 1 else None
+    if added is None:  # several, or stored in an earlier form: read and written by compare-and-set
+        return await _put_message(backend, histories, new, count)
     record = replace(added.written, messages=await _messages(backend, histories, added, new))
     histories.saw(record)
     return record, added.previous.active_run_id if added.previous is not None else None
@@ -88,17 +89,17 @@ async def _messages(backend: Backend, histories: Histories, added: Added, new: C
 
 
 async def _put_message(
-    backend: Backend, histories: Histories, new: ConversationRecord
+    backend: Backend, histories: Histories, new: ConversationRecord, count: int
 ) -> tuple[ConversationRecord, str | None]:
     while True:
         current = await _with_messages(backend, histories, new.key)
-        base = current or replace(new, messages=new.messages[:-1], active_run_id=None)
+        base = current or replace(new, messages=new.messages[:-count], active_run_id=None)
         # A new conversation's log is read from its start: any position before the run's first event will do
         # (readers skip other runs' events), so one unknown to the store needs no read of its length.
         after = 0 if current is None else await backend.events.last(new.key)
         record = replace(
             base,
-            messages=[*base.messages, new.messages[-1]],
+            messages=[*base.messages, *new.messages[-count:]],
             active_run_id=new.active_run_id,
             active_run_after=after,
             version=base.version + 1,

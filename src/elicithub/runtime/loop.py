@@ -36,6 +36,8 @@ from elicithub.runtime.tools import CallContext, Progress, RunChild, ToolOutcome
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 8
+CLIENT_TOOL = "client_tool"
+"""How a run ends that hands calls of its client's tools over to the client (`RunRecord.client_tools`)."""
 
 
 @dataclass(frozen=True)
@@ -218,21 +220,23 @@ class Runner:
     ) -> tuple[RunRecord, list[Message], str]:
         messages = list(record.messages)
         reason = "stop"
-        stopped = False
+        ended: str | None = None
         setup = self.agents.get(record.agent, AgentSetup())
         model = setup.model or self.model
+        instructions = "\n\n".join(i for i in (setup.instructions, record.instructions) if i) or None
+        offered = [ToolSpec(t["name"], t["description"], t["parameters"]) for t in record.client_tools]
         try:
             if resumed and record.tool_calls:
                 start = record.call_index
                 calls = record.tool_calls
-                record, stopped = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
+                record, ended = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
             for _ in range(setup.max_steps):
-                if stopped:  # while a call waited: no more calls, no more turns
-                    reason = "superseded"
+                if ended is not None:  # stopped while a call waited, or its client makes the rest
+                    reason = ended
                     break
                 # Listed before each turn: a call may have connected a server whose tools were unknown.
-                specs = await self._list_tools(record, showing)
-                request = ModelRequest(fitted(model, messages, setup.instructions, specs), specs, setup.instructions)
+                specs = [*await self._list_tools(record, showing), *offered]
+                request = ModelRequest(fitted(model, messages, instructions, specs), specs, instructions)
                 turn, cut = await self._turn(record, model, replace(request, agent=record.agent), emit)
                 if cut or not turn.tool_calls:
                     messages.append(_assistant(turn))
@@ -242,9 +246,9 @@ class Runner:
                     reason = "superseded"  # the person moved on: make no more calls for this run
                     break
                 messages.append(_assistant(turn))
-                record, stopped = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
-                if stopped:
-                    reason = "superseded"
+                record, ended = await self._calls(record, saves, messages, turn.tool_calls, 0, emit, showing)
+                if ended is not None:
+                    reason = ended
                     break
             else:
                 await emit(TextDelta("Stopped: the model kept calling tools."))
@@ -311,14 +315,17 @@ class Runner:
         emit: Emit,
         showing: Showing,
         shown: bool = False,
-    ) -> tuple[RunRecord, bool]:
+    ) -> tuple[RunRecord, str | None]:
         """Make the tool calls from `start` on, each checkpointed, so a completed call is never made again; `shown`:
-        the stream shows call `start` already (an unparked run goes on with it). Whether the run was stopped while a
-        call waited: then the calls end with that one."""
+        the stream shows call `start` already (an unparked run goes on with it). How the run ends with them, if it
+        does: `superseded` (stopped while a call waited: the calls end with that one), or `client_tool` (some are
+        its client's to make: they are shown after the hub's own are made, and the run hands them over)."""
         resume = record.pause if record.call_index == start else None
         checkpoint = Checkpoint(saves, record)
         for index in range(start, len(calls)):
             call = calls[index]
+            if _client_makes(record, call):
+                continue
             checkpoint.start(messages, calls, index)
             asker = self._asker(showing, checkpoint, resume if index == start else None)
             await saves.landed()  # no call for a run that is not on record
@@ -343,8 +350,11 @@ class Runner:
             )
             await checkpoint.done(messages)
             if asker.stopped:
-                return checkpoint.record, True
-        return checkpoint.record, False
+                return checkpoint.record, "superseded"
+        handed = [call for call in calls if _client_makes(record, call)]
+        for call in handed:
+            await emit(call)
+        return checkpoint.record, CLIENT_TOOL if handed else None
 
     def _asker(self, showing: Showing, checkpoint: Checkpoint, resume: Pause | None) -> Asker:
         return Asker(
@@ -395,6 +405,11 @@ class Runner:
         # in the same turn, the end could go in a write of its own that reaches the store first: a batching client's
         # writes in flight at once may be applied in either order, e.g. while one of them waits for a new connection.)
         await end()
+
+
+def _client_makes(record: RunRecord, call: ToolCall) -> bool:
+    """A call of a tool the run's client offered, whose arguments could be read: the client makes it, not the hub."""
+    return call.error is None and any(t["name"] == call.name for t in record.client_tools)
 
 
 async def _progress(emit: Emit, call_id: str, text: str) -> None:

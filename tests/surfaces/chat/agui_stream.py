@@ -38,6 +38,11 @@ def events_of(response: httpx.Response, resumed: bool = False) -> list[BaseEvent
     assert response.status_code == 200, response.read()
     assert response.headers["content-type"].startswith("text/event-stream")
     sent = [json.loads(line.removeprefix("data: ")) for line in response.iter_lines() if line.startswith("data: ")]
+    return checked(sent, resumed)
+
+
+def checked(sent: list[Any], resumed: bool = False) -> list[BaseEvent]:
+    """A stream's `data:` payloads as the AG-UI events they are, each validated, the stream checked as a whole."""
     assert_valid_agui(sent, severity_overrides=RESUMED if resumed else None, max_warnings=0)
     events = []
     for data in sent:

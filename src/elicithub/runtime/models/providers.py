@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pydantic-ai and the providers' SDKs take seconds to import:
     from pydantic_ai.models import ModelRequestParameters
 
 OPENAI_URL = "https://api.openai.com/v1"
+NOT_MADE = "No result came back for this call: it may not have been made."
 DEFAULT_CONTEXT_TOKENS = 128_000
 """The window of a model whose config gives none (and whose provider's profile says nothing of it)."""
 
@@ -110,8 +111,14 @@ def messages(conversation: list[Message], instructions: str | None) -> list[Mode
     out: list[ModelMessage] = []
     parts: list[ModelRequestPart] = []
     names: dict[str, str] = {}  # a call's id -> the tool's name, for its result
+    waiting: dict[str, str] = {}  # the calls of the last response without a result yet
     for message in conversation:
         role = message["role"]
+        if role != "tool":
+            # Providers refuse a call without its result: one the run's client was to make, whose next message was
+            # not its result, is told as not made.
+            parts.extend(ToolReturnPart(n, NOT_MADE, tool_call_id=i) for i, n in waiting.items())
+            waiting = {}
         if role == "assistant":
             if parts:
                 out.append(ModelRequest(parts=parts))
@@ -125,11 +132,12 @@ def messages(conversation: list[Message], instructions: str | None) -> list[Mode
                 said.append(TextPart(_text(message.get("content"))))
             for call in message.get("tool_calls", []):
                 name = wire_name(call["function"]["name"])
-                names[call["id"]] = name
+                names[call["id"]] = waiting[call["id"]] = name
                 said.append(ToolCallPart(name, call["function"]["arguments"], tool_call_id=call["id"]))
             out.append(ModelResponse(parts=said or [TextPart("")]))
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
+            waiting.pop(call_id, None)
             content = _text(message.get("content"))
             parts.append(ToolReturnPart(names.get(call_id, "tool"), content, tool_call_id=call_id))
         elif role == "system":

@@ -18,7 +18,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput, UserMessage
+from ag_ui.core import BaseEvent, ResumeEntry, RunAgentInput, ToolMessage, UserMessage
 from ag_ui.encoder import EventEncoder
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -37,8 +37,10 @@ from elicithub.errors import (
     HubError,
     IdentityUnavailable,
     InvalidContent,
+    ToolCallNotFound,
 )
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces.chat.agui_client import offered, results
 from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
 from elicithub.surfaces.chat.agui_interrupts import BadPayload, answer_of, interrupt
 from elicithub.surfaces.chat.agui_openapi import documented
@@ -173,7 +175,8 @@ class AguiSurface:
 
     async def _take(self, caller: Caller, given: RunAgentInput, agent: str) -> Interrupted:
         """Take the input (nothing when it does not conform): where its stream follows the hub's run from. A resume
-        goes on with the run it resumes, whichever agent's; a new message starts a run of `agent`."""
+        goes on with the run it resumes, whichever agent's; a new message, or the results of the calls a run handed
+        over to the client, start a run of `agent`, offered the input's tools and told its context."""
         open_ids = [e.id for e in await self.conversations.open_questions(caller, await self._open(caller, given))]
         if given.resume:
             return await self._resume(caller, given.thread_id, given.resume, open_ids)
@@ -183,11 +186,26 @@ class AguiSurface:
                 f"This thread has {len(open_ids)} open interrupt(s) ({', '.join(open_ids)}): "
                 "send a resume that addresses every one.",
             )
+        try:
+            client = offered(given.tools, given.context)
+        except ValueError as exc:
+            raise _Refused("invalid_payload", str(exc)) from None
         last = given.messages[-1] if given.messages else None
-        if not isinstance(last, UserMessage):
-            raise _Refused("invalid_payload", "messages: the last message must be from the user.")
-        told = history(given.messages[:-1])  # taken only when the hub does not know the thread yet
-        sent = await self.conversations.send(caller, given.thread_id, words(last.content), agent=agent, history=told)
+        if isinstance(last, ToolMessage):  # the results of the calls the last run handed over to the client
+            try:
+                sent = await self.conversations.send_results(
+                    caller, given.thread_id, results(given.messages), agent=agent, client=client
+                )
+            except ToolCallNotFound as exc:
+                raise _Refused("unknown_tool_call", str(exc)) from None
+        elif isinstance(last, UserMessage):
+            told = history(given.messages[:-1])  # taken only when the hub does not know the thread yet
+            text = words(last.content)
+            sent = await self.conversations.send(
+                caller, given.thread_id, text, agent=agent, history=told, client=client
+            )
+        else:
+            raise _Refused("invalid_payload", "messages: the last message must be from the user, or a tool's result.")
         return Interrupted(given.thread_id, sent.run_id, sent.after, None)
 
     async def _resume(
