@@ -39,10 +39,18 @@ def sign_in(interrupt: dict[str, Any]) -> None:
         browser.close()
 
 
-def drive(hub: RunningHub, thread: str, message: str, payloads: list[Any]) -> tuple[list[Any], dict[str, Any]]:
-    """Run `message` in the client; answer the interrupts of each round with the next of `payloads` (None: sign in
-    first, then resolve). What the client said before each answer, and what it ended with."""
-    command = ["node", "drive.mjs", hub.url, "alice-secret", thread, message]
+def drive(
+    hub: RunningHub,
+    thread: str,
+    message: str,
+    payloads: list[Any],
+    tools: list[dict[str, Any]] | None = None,
+    results: dict[str, str] | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    """Run `message` in the client, offering `tools`; answer the interrupts of each round with the next of
+    `payloads` (None: sign in first, then resolve), and the calls of front-end tools a run leaves with `results`
+    (by tool name). What the client said before each answer, and what it ended with."""
+    command = ["node", "drive.mjs", hub.url, "alice-secret", thread, message, json.dumps(tools or [])]
     process = subprocess.Popen(command, cwd=AGUI, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdin is not None and process.stdout is not None
     seen = []
@@ -51,13 +59,17 @@ def drive(hub: RunningHub, thread: str, message: str, payloads: list[Any]) -> tu
             said = json.loads(line)
             if said.get("done"):
                 return seen, said
-            [asked] = said["interrupts"]
             seen.append(said)
-            payload = payloads[len(seen) - 1]
-            if payload is None:
-                sign_in(asked)
-            response = {"status": "resolved"} if payload is None else {"status": "resolved", "payload": payload}
-            process.stdin.write(json.dumps({"responses": {asked["id"]: response}}) + "\n")
+            if "toolCalls" in said:
+                answer: dict[str, Any] = {"results": {c["id"]: (results or {})[c["name"]] for c in said["toolCalls"]}}
+            else:
+                [asked] = said["interrupts"]
+                payload = payloads[sum("interrupts" in s for s in seen) - 1]
+                if payload is None:
+                    sign_in(asked)
+                response = {"status": "resolved"} if payload is None else {"status": "resolved", "payload": payload}
+                answer = {"responses": {asked["id"]: response}}
+            process.stdin.write(json.dumps(answer) + "\n")
             process.stdin.flush()
     finally:
         process.stdin.close()

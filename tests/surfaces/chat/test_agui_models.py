@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +28,12 @@ from tests.conftest import USERS, HubFactory, RunningHub
 from tests.models.script import Fail, Gate, Recorded, Text, Thinking, ToolCall
 from tests.models.standins import ModelStandIn
 from tests.surfaces.chat.agui_stream import checked, kinds, run, run_input, text
+from tests.surfaces.chat.test_agui_client import AGUI, drive
 
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None or not (AGUI / "node_modules").exists(),
+    reason="needs node and tests/agui/node_modules (./scripts/test runs npm ci there when node is installed)",
+)
 KEY = "sk-standin-agui"
 INSTRUCTIONS = "You are the release assistant of ACME."
 BACKGROUND = {
@@ -339,3 +345,46 @@ def test_a_front_end_tool_offered_twice_is_invalid_payload(hub: RunningHub, stan
 
 def _call(call_id: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+
+
+# -- the official client
+
+
+@needs_node
+def test_the_ag_ui_client_reads_the_streams_makes_the_front_end_call_and_the_run_goes_on(
+    hub: RunningHub, standin: ModelStandIn
+) -> None:
+    standin.reply(Text("Changing "), Text("it."), ToolCall("change_background", {"colour": "teal"}, id="call_bg"))
+    answered = standin.reply(Text("It is "), Text("teal now."))
+
+    seen, ended = drive(
+        hub, f"agui-client-{uuid.uuid4()}", "Make it teal.", [], [BACKGROUND], {"change_background": "Done."}
+    )
+
+    assert ended["errors"] == [] and ended["warnings"] == []
+    [[call]] = [said["toolCalls"] for said in seen]
+    assert call == {"id": "call_bg", "name": "change_background", "arguments": {"colour": "teal"}}
+    assert ended["outcomes"] == ["success", "success"]
+    user, assistant, tool, answer = ended["messages"]
+    assert (user["role"], assistant["content"], assistant["toolCalls"]) == (
+        "user",
+        "Changing it.",
+        [{"id": "call_bg", "name": "change_background"}],
+    )
+    assert (tool["toolCallId"], tool["content"]) == ("call_bg", "Done.")
+    assert (answer["role"], answer["content"]) == ("assistant", "It is teal now.")
+    assert ended["events"].count("TOOL_CALL_ARGS") >= 2 and ended["events"].count("TEXT_MESSAGE_CONTENT") >= 4
+    sent = answered.served().body["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in sent][-2:] == [("assistant", None), ("tool", "call_bg")]
+
+
+@needs_node
+def test_the_ag_ui_client_reads_a_streamed_reasoning_message(make_hub: HubFactory, standin: ModelStandIn) -> None:
+    hub = model_hub(make_hub, standin, "anthropic")
+    standin.reply(Thinking("Where "), Thinking("is it?"), Text("In "), Text("eu-west-1."))
+
+    _, ended = drive(hub, f"agui-client-{uuid.uuid4()}", "where is orders?", [])
+
+    assert ended["errors"] == [] and ended["warnings"] == []
+    assert [m["role"] for m in ended["messages"]] == ["user", "reasoning", "assistant"]
+    assert ended["messages"][1]["content"] == "Where is it?" and ended["messages"][2]["content"] == "In eu-west-1."

@@ -7,8 +7,9 @@ user, as conversation ids are). A run streams until it pauses on questions, then
 by AG-UI's contract rules, which differ from the chat surfaces' on purpose: one `resume` covers every open
 interrupt, or nothing is taken and the run ends in `RUN_ERROR` with the interrupts still open; the continuation
 then streams on that request. Where a round paused (the hub's run, the log position after its pause, the call it
-paused in) is kept in the hub's store, so any instance takes its resume. What /openapi.json says of these routes is
-in agui_openapi.py.
+paused in) is kept in the hub's store, so any instance takes its resume. The input's front-end tools are offered to
+the model for the run; a call of one ends it (agui_events.py names the call pending), and the next input's `tool`
+messages continue the thread (agui_client.py). What /openapi.json says of these routes is in agui_openapi.py.
 """
 
 from __future__ import annotations

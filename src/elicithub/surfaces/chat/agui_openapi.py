@@ -19,8 +19,10 @@ from elicithub.surfaces.responses import ErrorBody, EventStream, stream
 
 
 class RunAgentBody(RunAgentInput):
-    """AG-UI's `RunAgentInput`, in its camelCase JSON. A new message is the last of `messages` (a user message);
-    `resume` answers every open interrupt of the thread."""
+    """AG-UI's `RunAgentInput`, in its camelCase JSON. A new message is the last of `messages` (a user message, or
+    the `tool` messages of the calls of front-end tools the last run left to the client); `resume` answers every
+    open interrupt of the thread. `tools` are offered to the model beside the agent's own; `context` is added to
+    its instructions."""
 
     thread_id: str = Field(
         description="The conversation, per user: 1-128 characters of A-Z a-z 0-9 . _ ~ -", json_schema_extra=ID
@@ -28,10 +30,11 @@ class RunAgentBody(RunAgentInput):
 
 
 _EVENTS = (
-    "AG-UI events: `RUN_STARTED`, then `TEXT_MESSAGE_*`, `TOOL_CALL_*` and `TOOL_CALL_RESULT`, and `RUN_FINISHED` "
-    "(its `outcome` an `interrupt` with one interrupt per open question, when the run waits on some). Input that "
-    "does not conform is `RUN_STARTED` then `RUN_ERROR` (`code`: `invalid_payload`, `unknown_interrupt`, "
-    "`resume_incomplete`, `interrupts_pending` or `expired`), and nothing of it is taken."
+    "AG-UI events: `RUN_STARTED`, then `TEXT_MESSAGE_*`, `REASONING_*`, `TOOL_CALL_*` and `TOOL_CALL_RESULT` as the "
+    "model streams, and `RUN_FINISHED` (its `outcome` an `interrupt` with one interrupt per open question, when the "
+    "run waits on some; `success` with `pendingToolCallIds` when it left calls of front-end tools to the client). "
+    "Input that does not conform is `RUN_STARTED` then `RUN_ERROR` (`code`: `invalid_payload`, `unknown_interrupt`, "
+    "`unknown_tool_call`, `resume_incomplete`, `interrupts_pending` or `expired`), and nothing of it is taken."
 )
 _EVENT = {
     "type": "object",
