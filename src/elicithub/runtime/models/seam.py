@@ -16,7 +16,8 @@ from elicithub.errors import HubError
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    """Qualified as SERVER.TOOL."""
+    """Qualified as SERVER.TOOL; a tool the run's client makes (`RunRecord.client_tools`) has its own name, without
+    a dot."""
     description: str
     input_schema: JsonObject
     stands_in: bool = False
