@@ -1,7 +1,7 @@
 """A model's turn streamed through the hub, against the same stand-in read directly (issue 41, item 9).
 
 Run:  uv run python bench/model_stream.py [--n 100] [--warmup 5] [--tokens 500] [--streams 50] [--rate 50]
-      [--phases 2] [--spread 1] [--store sqlite|memory] [--profile DIR]
+      [--phases 2] [--spread 1] [--store sqlite|memory] [--profile DIR] [--src DIR]
 
 The model stand-in (bench/model_standin.py: tests/models/standins.py's OpenAI chat completions stream, each token
 the moment it was sent) and one hub (`elicithub serve`, its model `gpt` on the stand-in, default loop and parser)
@@ -11,11 +11,13 @@ the hub answers from a streamed request to the stand-in.
 
 - One stream: `--n` turns of `--tokens` tokens each way, sent as fast as the stand-in can, direct and through the
   hub alternated (after `--warmup` of each); then `--n` turns of one token through the hub, which is what a turn
-  costs the hub before its tokens.
+  costs the hub before its tokens; then `--n` turns of `--tokens` read in this process by the hub's own model
+  client (`ProviderModel`, pydantic-ai over the openai SDK), whose CPU per token is the hub's model side alone.
 - Many streams: `--streams` streams at once, each `--tokens` tokens at `--rate` tokens per second (the stand-in's
   `delay_s`), their starts spread evenly over `--spread` seconds; `--phases` phases each way, alternated.
   `--profile DIR` samples the hub with py-spy (`pip install py-spy`; as root, or with ptrace allowed) over one
-  more phase through the hub, not counted, and summarises where its CPU went (bench/pyspy.py).
+  more phase through the hub, not counted, and summarises where its CPU went (bench/pyspy.py). `--src DIR` runs
+  the hub from a `src/` tree unpacked apart (first on its PYTHONPATH), to measure a change before making it.
 
 Per way: the time to the first token (request sent -> its first content chunk read), a token's lag (its chunk
 read here -> the stand-in sent it, on the machine's monotonic clock), the rate each stream got, and the
@@ -176,6 +178,44 @@ async def one_stream(standin: StandIn, ways: list[Way], meter: Meter, args: argp
     return tallies
 
 
+class Counted:
+    """A model turn's sink that only counts its text pieces."""
+
+    def __init__(self) -> None:
+        self.pieces = 0
+
+    def add_text(self, delta: str) -> None:
+        self.pieces += 1
+
+    def add_reasoning(self, delta: str) -> None:
+        pass
+
+    def add_tool_input(self, call_id: str, name: str, delta: str) -> None:
+        pass
+
+
+async def model_client(standin: StandIn, args: argparse.Namespace) -> float:
+    """The hub's own model client (`ProviderModel`: pydantic-ai over the openai SDK) in this process, reading turns
+    as the one-stream scenario's with nothing else to do: its CPU per token is the hub's model side alone."""
+    from elicithub.config import ModelEntry
+    from elicithub.runtime.models.seam import ModelRequest, unshown
+    from elicithub.runtime.models.streamed import ProviderModel
+
+    os.environ["KEY"] = KEY
+    entry = ModelEntry(id="gpt", provider="openai", model="m", base_url=f"{standin.url}/v1", api_key_env="KEY")
+    model = ProviderModel(entry)
+    request = ModelRequest(messages=[{"role": "user", "content": PROMPT[0]["content"]}], tools=[])
+    sink = Counted()
+    standin.queue(args.warmup + args.n, args.tokens, 0.0)
+    for _ in range(args.warmup):
+        await model.turn(request, sink, unshown)
+    sink.pieces = 0
+    before = time.process_time()
+    for _ in range(args.n):
+        await model.turn(request, sink, unshown)
+    return (time.process_time() - before) / max(sink.pieces, 1)
+
+
 async def burst(standin: StandIn, way: Way, meter: Meter, args: argparse.Namespace, tally: Tally) -> None:
     """`--streams` streams at once, paced by the stand-in, their starts spread over `--spread` seconds."""
     standin.queue(args.streams, args.tokens, 1 / args.rate)
@@ -253,6 +293,12 @@ async def measure(standin: StandIn, hub_url: str, hub_pid: int, args: argparse.N
             f"first token p50 {pct(turn.firsts, 50):.2f} ms; so each token past the first costs the hub "
             f"**{1e6 * margin:.1f} µs**."
         )
+        alone = await model_client(standin, args)
+        print(
+            f"The hub's model client alone (`ProviderModel.turn` in this process, the same turns, N = {args.n}): "
+            f"**{1e6 * alone:.1f} µs** of CPU per token; the rest of the hub's, {1e6 * (per_token - alone):.1f} µs "
+            "per token, is the relay to the reader and the run."
+        )
         several = await many_streams(standin, ways, meter, args, hub_pid)
         print(
             f"\n## {args.streams} streams at once, {args.tokens} tokens each at {args.rate:g} tokens/s, "
@@ -296,6 +342,7 @@ def main() -> None:
     parser.add_argument("--spread", type=float, default=1.0, help="the streams' starts spread over (s, default 1)")
     parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
     parser.add_argument("--profile", type=Path, help="sample the hub with py-spy into this folder and summarise")
+    parser.add_argument("--src", help="run the hub from this src/ tree (first on its PYTHONPATH): to try a change")
     args = parser.parse_args()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)  # py-spy writes nothing without it
@@ -314,7 +361,7 @@ def main() -> None:
             "model": "gpt",
             "agents": [{"id": "assistant"}],
         }
-        hub, port = serve(workdir, "hub", config, env={"KEY": KEY})
+        hub, port = serve(workdir, "hub", config, env={"KEY": KEY} | ({"PYTHONPATH": args.src} if args.src else {}))
         running.callback(stop, hub)
         wait_for_port(port, hub)
         url = f"http://127.0.0.1:{port}"
