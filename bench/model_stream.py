@@ -2,6 +2,7 @@
 
 Run:  uv run python bench/model_stream.py [--n 100] [--warmup 5] [--tokens 500] [--streams 50] [--rate 50]
       [--phases 2] [--spread 1] [--store sqlite|memory] [--profile DIR] [--src DIR]
+      [--scenarios one,many]
 
 The model stand-in (bench/model_standin.py: tests/models/standins.py's OpenAI chat completions stream, each token
 the moment it was sent) and one hub (`elicithub serve`, its model `gpt` on the stand-in, default loop and parser)
@@ -48,7 +49,10 @@ TOKEN = "alice-secret"
 KEY = "sk-standin-bench"
 PROMPT = [{"role": "user", "content": "Tell me about orders."}]
 DIRECT, HUB, ONE_TOKEN = "stand-in directly", "through the hub", "through the hub, turns of one token"
-PROFILE = "hub-many-streams.txt"
+PROFILES = {
+    "hub-one-token-turns.txt": "turns of one token, one at a time",
+    "hub-many-streams.txt": "one more phase of many streams through it",
+}
 now = time.monotonic  # the machine's clock, as the stand-in's stamps are
 
 
@@ -99,6 +103,7 @@ class Tally:
     turns: int = 0
     cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds
     busy: list[float] = field(default_factory=list)  # the machine's busy share (%) over each phase
+    wall: float = 0.0  # seconds measured
 
     def add(self, read: Read) -> None:
         self.firsts.append(read.first)
@@ -149,14 +154,17 @@ class Meter:
     @contextlib.contextmanager
     def over(self, tally: Tally) -> Iterator[None]:
         before = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
-        ticks = machine_ticks()
+        ticks, started = machine_ticks(), now()
         yield
+        tally.wall += now() - started
         for name, pid in self.pids.items():
             tally.cpu[name] = tally.cpu.get(name, 0.0) + cpu_seconds(pid) - before[name]
         tally.busy.append(100 - shares(ticks, machine_ticks())["idle"])
 
 
-async def one_stream(standin: StandIn, ways: list[Way], meter: Meter, args: argparse.Namespace) -> dict[str, Tally]:
+async def one_stream(
+    standin: StandIn, ways: list[Way], meter: Meter, args: argparse.Namespace, hub_pid: int
+) -> dict[str, Tally]:
     """Turns one at a time, the ways alternated (and which goes first), so the machine's load falls on both."""
     direct, hub = ways
     standin.queue(2 * (args.warmup + args.n), args.tokens, 0.0)
@@ -175,6 +183,13 @@ async def one_stream(standin: StandIn, ways: list[Way], meter: Meter, args: argp
     with meter.over(turns):
         for _ in range(args.n):
             turns.add(await hub.read(1))
+    if args.profile is not None:
+        standin.queue(args.n, 1, 0.0)
+        sampling = record(hub_pid, 1 + turns.wall, args.profile / "hub-one-token-turns.txt")
+        await asyncio.sleep(1)  # py-spy attached
+        for _ in range(args.n):
+            await hub.read(1)
+        await asyncio.to_thread(sampling.wait)
     return tallies
 
 
@@ -239,7 +254,7 @@ async def many_streams(
             await burst(standin, way, meter, args, tallies[way.name])
     if args.profile is not None:
         seconds = 1 + args.spread + args.tokens / args.rate + 2
-        sampling = record(hub_pid, seconds, args.profile / PROFILE)
+        sampling = record(hub_pid, seconds, args.profile / "hub-many-streams.txt")
         await asyncio.sleep(1)  # py-spy attached
         await burst(standin, ways[1], meter, args, Tally())
         await asyncio.to_thread(sampling.wait)
@@ -273,6 +288,37 @@ def cpu_table(tallies: dict[str, Tally], direct: str, hub: str) -> float:
     return (tallies[direct].cpu["hub"] + tallies[hub].cpu["hub"]) / max(tallies[hub].tokens, 1)
 
 
+def report_one(single: dict[str, Tally], alone: float, args: argparse.Namespace) -> None:
+    print(f"\n## One stream: {args.tokens} tokens as fast as the stand-in sends them, N = {args.n} each way\n")
+    table(single, DIRECT, HUB)
+    per_token = cpu_table(single, DIRECT, HUB)
+    turn = single[ONE_TOKEN]
+    per_turn = turn.cpu["hub"] / max(turn.turns, 1)
+    margin = (per_token * args.tokens - per_turn) / max(args.tokens - 1, 1)
+    print(
+        f"\nhub CPU per relayed token: **{1e6 * per_token:.1f} µs** ({1000 * per_token * args.tokens:.1f} ms per "
+        f"turn of {args.tokens}). A turn of one token (N = {turn.turns}): {1000 * per_turn:.2f} ms of hub CPU, "
+        f"first token p50 {pct(turn.firsts, 50):.2f} ms; so each token past the first costs the hub "
+        f"**{1e6 * margin:.1f} µs**.\nThe hub's model client alone (`ProviderModel.turn` in this process, the same "
+        f"turns, N = {args.n}): **{1e6 * alone:.1f} µs** of CPU per token; the rest of the hub's, "
+        f"{1e6 * (per_token - alone):.1f} µs per token, is the relay to the reader and the run."
+    )
+
+
+def report_many(several: dict[str, Tally], args: argparse.Namespace) -> None:
+    print(
+        f"\n## {args.streams} streams at once, {args.tokens} tokens each at {args.rate:g} tokens/s, "
+        f"their starts spread over {args.spread:g} s; {args.phases} phase(s) each way, alternated\n"
+    )
+    table(several, DIRECT, HUB)
+    per_token = cpu_table(several, DIRECT, HUB)
+    hub = several[HUB]
+    print(
+        f"\nhub CPU per relayed token: **{1e6 * per_token:.1f} µs** ({hub.tokens} tokens in {hub.turns} turns; "
+        f"{100 * hub.cpu['hub'] / hub.wall:.0f} % of a core over the {hub.wall:.1f} s of the phases through it)."
+    )
+
+
 async def measure(standin: StandIn, hub_url: str, hub_pid: int, args: argparse.Namespace) -> None:
     ways = [
         Way(DIRECT, standin.url, "/v1/chat/completions", "m", KEY),
@@ -280,45 +326,20 @@ async def measure(standin: StandIn, hub_url: str, hub_pid: int, args: argparse.N
     ]
     meter = Meter({"hub": hub_pid, "stand-in": standin.process.pid, "readers": os.getpid()})
     try:
-        single = await one_stream(standin, ways, meter, args)
-        print(f"\n## One stream: {args.tokens} tokens as fast as the stand-in sends them, N = {args.n} each way\n")
-        table(single, DIRECT, HUB)
-        per_token = cpu_table(single, DIRECT, HUB)
-        turn = single[ONE_TOKEN]
-        per_turn = turn.cpu["hub"] / max(turn.turns, 1)
-        margin = (per_token * args.tokens - per_turn) / max(args.tokens - 1, 1)
-        print(
-            f"\nhub CPU per relayed token: **{1e6 * per_token:.1f} µs** ({1000 * per_token * args.tokens:.1f} ms per "
-            f"turn of {args.tokens}). A turn of one token (N = {turn.turns}): {1000 * per_turn:.2f} ms of hub CPU, "
-            f"first token p50 {pct(turn.firsts, 50):.2f} ms; so each token past the first costs the hub "
-            f"**{1e6 * margin:.1f} µs**."
-        )
-        alone = await model_client(standin, args)
-        print(
-            f"The hub's model client alone (`ProviderModel.turn` in this process, the same turns, N = {args.n}): "
-            f"**{1e6 * alone:.1f} µs** of CPU per token; the rest of the hub's, {1e6 * (per_token - alone):.1f} µs "
-            "per token, is the relay to the reader and the run."
-        )
-        several = await many_streams(standin, ways, meter, args, hub_pid)
-        print(
-            f"\n## {args.streams} streams at once, {args.tokens} tokens each at {args.rate:g} tokens/s, "
-            f"their starts spread over {args.spread:g} s; {args.phases} phase(s) each way, alternated\n"
-        )
-        table(several, DIRECT, HUB)
-        per_token = cpu_table(several, DIRECT, HUB)
-        hub = several[HUB]
-        seconds = args.phases * (args.spread + args.tokens / args.rate)
-        print(
-            f"\nhub CPU per relayed token: **{1e6 * per_token:.1f} µs** ({hub.tokens} tokens in {hub.turns} turns; "
-            f"{100 * hub.cpu['hub'] / seconds:.0f} % of a core over the phases through it)."
-        )
-        if args.profile is not None:
-            out = args.profile / PROFILE
-            print(f"\n### Where the hub's CPU went over one more phase through it (py-spy, {out})\n")
-            print(summary(out, top=25, rounds=args.streams * args.tokens))
+        if "one" in args.scenarios:
+            single = await one_stream(standin, ways, meter, args, hub_pid)
+            report_one(single, await model_client(standin, args), args)
+        if "many" in args.scenarios:
+            report_many(await many_streams(standin, ways, meter, args, hub_pid), args)
     finally:
         for way in ways:
             await way.http.aclose()
+    if args.profile is not None:
+        for name, what in PROFILES.items():
+            out = args.profile / name
+            if out.exists():
+                print(f"\n### Where the hub's CPU went: {what} (py-spy, {out})\n")
+                print(summary(out, top=25))
 
 
 async def ready(url: str) -> None:
@@ -342,6 +363,7 @@ def main() -> None:
     parser.add_argument("--spread", type=float, default=1.0, help="the streams' starts spread over (s, default 1)")
     parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
     parser.add_argument("--profile", type=Path, help="sample the hub with py-spy into this folder and summarise")
+    parser.add_argument("--scenarios", default="one,many", help="one, many or both (default one,many)")
     parser.add_argument("--src", help="run the hub from this src/ tree (first on its PYTHONPATH): to try a change")
     args = parser.parse_args()
     if args.profile is not None:
