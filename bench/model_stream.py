@@ -1,7 +1,7 @@
 """A model's turn streamed through the hub, against the same stand-in read directly (issue 41, item 9).
 
 Run:  uv run python bench/model_stream.py [--n 100] [--warmup 5] [--tokens 500] [--streams 50] [--rate 50]
-      [--phases 2] [--spread 1] [--store sqlite|memory] [--profile DIR] [--src DIR]
+      [--phases 2] [--spread 1] [--store sqlite|memory] [--profile DIR]
       [--scenarios one,many]
 
 The model stand-in (bench/model_standin.py: tests/models/standins.py's OpenAI chat completions stream, each token
@@ -17,8 +17,9 @@ the hub answers from a streamed request to the stand-in.
 - Many streams: `--streams` streams at once, each `--tokens` tokens at `--rate` tokens per second (the stand-in's
   `delay_s`), their starts spread evenly over `--spread` seconds; `--phases` phases each way, alternated.
   `--profile DIR` samples the hub with py-spy (`pip install py-spy`; as root, or with ptrace allowed) over one
-  more phase through the hub, not counted, and summarises where its CPU went (bench/pyspy.py). `--src DIR` runs
-  the hub from a `src/` tree unpacked apart (first on its PYTHONPATH), to measure a change before making it.
+  more phase through the hub, not counted, and summarises where its CPU went (bench/pyspy.py).
+To measure a change before making it, run with `PYTHONPATH=` a `src/` tree unpacked apart: the hub and the model
+client in this process both import it.
 
 Per way: the time to the first token (request sent -> its first content chunk read), a token's lag (its chunk
 read here -> the stand-in sent it, on the machine's monotonic clock), the rate each stream got, and the
@@ -364,7 +365,6 @@ def main() -> None:
     parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
     parser.add_argument("--profile", type=Path, help="sample the hub with py-spy into this folder and summarise")
     parser.add_argument("--scenarios", default="one,many", help="one, many or both (default one,many)")
-    parser.add_argument("--src", help="run the hub from this src/ tree (first on its PYTHONPATH): to try a change")
     args = parser.parse_args()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)  # py-spy writes nothing without it
@@ -383,7 +383,7 @@ def main() -> None:
             "model": "gpt",
             "agents": [{"id": "assistant"}],
         }
-        hub, port = serve(workdir, "hub", config, env={"KEY": KEY} | ({"PYTHONPATH": args.src} if args.src else {}))
+        hub, port = serve(workdir, "hub", config, env={"KEY": KEY})
         running.callback(stop, hub)
         wait_for_port(port, hub)
         url = f"http://127.0.0.1:{port}"
