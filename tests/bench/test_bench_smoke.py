@@ -81,3 +81,13 @@ def test_the_long_conversation_benchmark_runs() -> None:
 def test_the_start_benchmark_times_a_hub_until_ready() -> None:
     out = run("start.py", "--n", "1", "--store", "memory")
     assert "until /readyz is 200, CPU" in out and "until /readyz is 200, wall" in out, out
+
+
+def test_the_model_stream_benchmark_runs_one_stream_and_many() -> None:
+    out = run(
+        "model_stream.py",
+        *("--n", "2", "--warmup", "1", "--tokens", "3", "--streams", "2", "--rate", "100", "--phases", "1"),
+        *("--spread", "0.1", "--store", "memory"),
+    )
+    assert out.count("| **added by the hub** |") == 2, out
+    assert out.count("hub CPU per relayed token: **") == 2 and "The hub's model client alone" in out, out
