@@ -15,7 +15,8 @@ the hub answers from a streamed request to the stand-in.
   costs the hub before its tokens; then `--n` turns of `--tokens` read in this process by the hub's own model
   client (`ProviderModel`, pydantic-ai over the openai SDK), whose CPU per token is the hub's model side alone.
 - Many streams: `--streams` streams at once, each `--tokens` tokens at `--rate` tokens per second (the stand-in's
-  `delay_s`), their starts spread evenly over `--spread` seconds; `--phases` phases each way, alternated.
+  `delay_s`), their starts spread evenly over `--spread` seconds; `--phases` phases each way, alternated (after
+  `--warmup` turns of one stream each way).
   `--profile DIR` samples the hub with py-spy (`pip install py-spy`; as root, or with ptrace allowed) over one
   more phase through the hub, not counted, and summarises where its CPU went (bench/pyspy.py).
 To measure a change before making it, run with `PYTHONPATH=` a `src/` tree unpacked apart: the hub and the model
@@ -249,6 +250,10 @@ async def burst(standin: StandIn, way: Way, meter: Meter, args: argparse.Namespa
 async def many_streams(
     standin: StandIn, ways: list[Way], meter: Meter, args: argparse.Namespace, hub_pid: int
 ) -> dict[str, Tally]:
+    standin.queue(2 * args.warmup, args.tokens, 0.0)
+    for _ in range(args.warmup):  # a hub's first turn imports pydantic-ai and the openai SDK
+        for way in ways:
+            await way.read(args.tokens)
     tallies = {way.name: Tally() for way in ways}
     for phase in range(args.phases):
         for way in ways if phase % 2 == 0 else ways[::-1]:
