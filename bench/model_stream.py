@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,13 +155,23 @@ class Meter:
 
     @contextlib.contextmanager
     def over(self, tally: Tally) -> Iterator[None]:
-        before = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        before = self._read()
         ticks, started = machine_ticks(), now()
         yield
         tally.wall += now() - started
-        for name, pid in self.pids.items():
-            tally.cpu[name] = tally.cpu.get(name, 0.0) + cpu_seconds(pid) - before[name]
+        for name, seconds in self._read().items():
+            tally.cpu[name] = tally.cpu.get(name, 0.0) + seconds - before[name]
         tally.busy.append(100 - shares(ticks, machine_ticks())["idle"])
+
+    def _read(self) -> dict[str, float]:
+        """Each process's CPU seconds so far, and the hub's in the kernel (its sockets' reads and writes)."""
+        return {name: cpu_seconds(pid) for name, pid in self.pids.items()} | {"hub system": system(self.pids["hub"])}
+
+
+def system(pid: int) -> float:
+    """The system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / os.sysconf("SC_CLK_TCK")
 
 
 async def one_stream(
@@ -282,15 +292,15 @@ def table(tallies: dict[str, Tally], direct: str, hub: str) -> None:
 
 
 def cpu_table(tallies: dict[str, Tally], direct: str, hub: str) -> float:
-    """The CPU each process used while each way was read; returns the hub's CPU per relayed token (s). The hub's
-    CPU while the stand-in was read directly is what it had left to do (a run's last saves) and its idle work:
-    counted as the relayed tokens' too."""
-    print("\n| while reading | tokens | hub CPU s | stand-in CPU s | this process CPU s | machine busy % |")
-    print("|---|---:|---:|---:|---:|---:|")
+    """The CPU each process used while each way was read (the readers: this process); returns the hub's CPU per
+    relayed token (s). The hub's CPU while the stand-in was read directly is what it had left to do (a run's last
+    saves) and its idle work: counted as the relayed tokens' too."""
+    print("\n| while reading | tokens | hub CPU s | of it system | stand-in CPU s | readers CPU s | machine busy % |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name in (direct, hub):
         t = tallies[name]
-        row = f"| {name} | {t.tokens} | {t.cpu['hub']:.3f} | {t.cpu['stand-in']:.3f} | {t.cpu['readers']:.3f} | "
-        print(row + f"{statistics.mean(t.busy):.0f} |")
+        row = f"| {name} | {t.tokens} | {t.cpu['hub']:.3f} | {t.cpu['hub system']:.3f} | {t.cpu['stand-in']:.3f} | "
+        print(row + f"{t.cpu['readers']:.3f} | {statistics.mean(t.busy):.0f} |")
     return (tallies[direct].cpu["hub"] + tallies[hub].cpu["hub"]) / max(tallies[hub].tokens, 1)
 
 
@@ -348,6 +358,15 @@ async def measure(standin: StandIn, hub_url: str, hub_pid: int, args: argparse.N
                 print(summary(out, top=25))
 
 
+def event_loop() -> Callable[[], asyncio.AbstractEventLoop]:
+    """The hub's event loop (uvloop when installed, as `serve` picks it): the model client alone runs as there."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
+
+
 async def ready(url: str) -> None:
     async with httpx.AsyncClient() as http:
         for _ in range(600):
@@ -394,7 +413,8 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         asyncio.run(ready(url))
         print(f"stand-in {standin.url}, hub {url} ({args.store} store)", file=sys.stderr, flush=True)
-        asyncio.run(measure(standin, url, hub.pid, args))
+        with asyncio.Runner(loop_factory=event_loop()) as runner:
+            runner.run(measure(standin, url, hub.pid, args))
     print(
         f"\n{args.store} store; 1-minute load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after. "
         "first token = request sent -> first content chunk read; token lag = a token's chunk read here -> the "
