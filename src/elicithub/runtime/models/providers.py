@@ -66,9 +66,10 @@ def per_request(entry: ModelEntry) -> bool:
 
 
 def settings(entry: ModelEntry) -> dict[str, Any]:
-    """What every request passes on: the config's settings, our own retries (the SDK makes none), the deadline."""
+    """What every request passes on: the config's settings, and our own retries (the SDK makes none). The deadline
+    is ours too (streamed.py): pydantic-ai's `request_timeout` costs a cancel scope per streamed chunk."""
     given = entry.settings.model_dump(exclude_none=True)
-    return {**given, "max_retries": 0, "request_timeout": entry.timeout_s}
+    return {**given, "max_retries": 0}
 
 
 def wire_name(name: str) -> str:

@@ -32,6 +32,8 @@ BACKOFF_S = 0.5
 BACKOFF_MAX_S = 8.0
 RETRY_AFTER_MAX_S = 60.0
 NOW_S = 0.1
+YIELD_S = 0.001
+"""A turn streaming chunks that came together lets its readers run at least this often."""
 """A wait shorter than this is said as "now"."""
 
 
@@ -109,7 +111,7 @@ class ProviderModel:
         messages = providers.messages(request.messages, request.instructions)
         parameters = providers.parameters(request.tools)
         settings: Any = providers.settings(self.entry)
-        async with contextlib.AsyncExitStack() as closing:
+        async with asyncio.timeout(self.entry.timeout_s), contextlib.AsyncExitStack() as closing:
             if providers.per_request(self.entry):
                 import httpx2
 
@@ -120,16 +122,22 @@ class ProviderModel:
             stream = await closing.enter_async_context(
                 model_request_stream(model, messages, model_settings=settings, model_request_parameters=parameters)
             )
+            loop = asyncio.get_running_loop()
+            yielded = loop.time()
             async for event in stream:
                 if streamed.take(event) and self._meter is not None:
                     self._meter.model_first_token(self.name, time.monotonic() - started)
+                if loop.time() - yielded > YIELD_S:
+                    # Chunks that came in one read are handed over without a pause: let readers have them.
+                    await asyncio.sleep(0)
+                    yielded = loop.time()
             return stream.get()
 
     def _retry_wait(self, exc: Exception, attempt: int) -> float | None:
         """How long to wait before the next try, or None when this failure is final."""
         from pydantic_ai.exceptions import ModelAPIError, ModelConnectionError, ModelHTTPError, ModelRequestTimeout
 
-        if attempt >= self.entry.max_retries or isinstance(exc, ModelRequestTimeout):
+        if attempt >= self.entry.max_retries or isinstance(exc, TimeoutError | ModelRequestTimeout):
             return None
         if isinstance(exc, ModelHTTPError):
             if exc.status_code not in RETRIED and exc.status_code < 500:
@@ -146,7 +154,7 @@ class ProviderModel:
         """`Model gpt failed: 401 Incorrect API key provided.`: never the key, whatever the provider echoed."""
         from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, ModelRequestTimeout
 
-        if isinstance(exc, ModelRequestTimeout):
+        if isinstance(exc, TimeoutError | ModelRequestTimeout):
             said = f"no complete answer within {_seconds(self.entry.timeout_s)}."
         elif isinstance(exc, ModelHTTPError):
             said = f"{exc.status_code} {_words(exc)}"
