@@ -89,8 +89,8 @@ def test_full_valid_file_is_read_completely(tmp_path: Path) -> None:
     assert tracker.oauth.client_secret_env == "TRACKER_SECRET"
     assert tracker.oauth.scopes == ["issues.read", "issues.write"]
 
-    assert config.mcp_server("tracker") is tracker
-    assert config.mcp_server("missing") is None
+    assert config.downstream_server("tracker") is tracker
+    assert config.downstream_server("missing") is None
 
 
 def test_memory_store_url_is_accepted() -> None:

@@ -16,7 +16,7 @@ from tests.conftest import HubFactory, RunningHub, free_port
 def test_discovery_finds_the_authorization_server_and_registers_once(
     auth_hub: RunningHub, tracker: TrackerProcess
 ) -> None:
-    server = auth_hub.config.mcp_server("tracker")
+    server = auth_hub.config.downstream_server("tracker")
     assert server is not None
     found = auth_hub.on_loop(auth_hub.hub.oauth.auth_server(server))
     assert found.issuer.rstrip("/") == tracker.base
@@ -81,7 +81,7 @@ def test_a_configured_client_is_used_instead_of_registering(
     hub = make_hub(port, mcp_servers=[tracker_entry(tracker, oauth=oauth)])
     text, events = converse(hub, CALL, lambda e, _: browser.sign_in(str(e["url"])))
     assert events[-1]["outcome"] == "accepted" and not text.startswith("Tool error")
-    issuer = hub.on_loop(hub.hub.oauth.auth_server(hub.config.mcp_server("tracker"))).issuer  # type: ignore[arg-type]
+    issuer = hub.on_loop(hub.hub.oauth.auth_server(hub.config.downstream_server("tracker"))).issuer  # type: ignore[arg-type]
     assert hub.on_loop(hub.hub.vault.client(issuer)) is None  # it never registered itself
 
     monkeypatch.delenv("TRACKER_CLIENT_SECRET")

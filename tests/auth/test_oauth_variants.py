@@ -140,7 +140,7 @@ def test_a_2025_03_26_server_without_metadata_uses_the_default_endpoints(
     make_hub: HubFactory, variant: VariantServer, browser: Browser
 ) -> None:
     hub = make_hub(mcp_servers=[entry(variant)])
-    server = hub.config.mcp_server("variant")
+    server = hub.config.downstream_server("variant")
     assert server is not None
     found = hub.on_loop(hub.hub.oauth.auth_server(server))
     assert (found.authorization_endpoint, found.token_endpoint, found.registration_endpoint) == (

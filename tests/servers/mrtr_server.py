@@ -26,6 +26,7 @@ from mcp_types import (
     SamplingMessage,
     TextContent,
     Tool,
+    ToolAnnotations,
 )
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -102,6 +103,18 @@ def tool(name: str, description: str) -> Tool:
     return Tool(name=name, description=description, input_schema=schema)
 
 
+STOCK = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+INVENTORY = Tool(
+    name="inventory",
+    title="Inventory",
+    description="Counts what is in stock, without asking.",
+    input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+    output_schema=STOCK,
+    annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+)
+"""A tool with every field a listing may carry: a gateway shows them as they are."""
+
+
 async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams | None) -> ListToolsResult:
     return ListToolsResult(
         tools=[
@@ -114,6 +127,7 @@ async def list_tools(ctx: ServerRequestContext, params: PaginatedRequestParams |
             tool("pick", "Pick a site out of 251 and extras out of 120."),
             tool("survey", "Asks 120 yes-or-no questions in one form."),
             tool("hold", "Answers once /debug/release?name=NAME is called, without asking."),
+            INVENTORY,
         ]
     )
 
@@ -162,6 +176,8 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
         if answer is None or answer.content is None:
             return InputRequiredResult(input_requests={"survey": ask("Which hold?", SURVEY)}, request_state="survey")
         return text(f"{sum(1 for v in answer.content.values() if v is True)} of {len(SURVEY['properties'])} hold.")
+    if params.name == "inventory":
+        return CallToolResult(content=[TextContent(type="text", text="3")], structured_content={"count": 3})
     if params.name == "hold":
         await HELD.setdefault(name, asyncio.Event()).wait()
         return text(f"Released {name}.")

@@ -39,7 +39,7 @@ from elicithub.config.services import (
     ServiceConfig,
     ToolConfig,
 )
-from elicithub.config.surfaces import SlackConfig, StreamsConfig, UIStreamConfig
+from elicithub.config.surfaces import McpSurfaceConfig, SlackConfig, StreamsConfig, UIStreamConfig
 from elicithub.errors import HubError
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "ElicitationConfig",
     "LimitsConfig",
     "McpServerConfig",
+    "McpSurfaceConfig",
     "MetricsConfig",
     "ModelConfig",
     "ModelEntry",
@@ -126,6 +127,8 @@ class Config(Strict):
     server: ServerConfig = ServerConfig()
     metrics: MetricsConfig = MetricsConfig()
     mcp_servers: list[McpServerConfig] = []
+    mcp_server: McpSurfaceConfig = McpSurfaceConfig()
+    """The hub's own MCP server (`/mcp`)."""
     a2a_agents: list[A2aAgentConfig] = []
     agents: list[AgentConfig] = [AgentConfig(id=DEFAULT_AGENT)]
     """The agents; the first answers unless a caller picks another."""
@@ -149,7 +152,7 @@ class Config(Strict):
                 raise ValueError(f"{field}: duplicate id {', '.join(dupes)}")
         agents = [a.id for a in self.a2a_agents]
         # An agent's id is its tools' prefix, so it may name neither another agent nor an MCP server.
-        clashes = sorted({i for i in agents if agents.count(i) > 1 or self.mcp_server(i) is not None})
+        clashes = sorted({i for i in agents if agents.count(i) > 1 or self.downstream_server(i) is not None})
         if clashes:
             raise ValueError(f"a2a_agents: id {', '.join(clashes)} is already taken")
         tokens = [u.token for u in self.users]
@@ -226,12 +229,12 @@ class Config(Strict):
         model name)."""
         return next((a for a in self.agents if a.id == agent_id), self.agents[0])
 
-    def mcp_server(self, server_id: str) -> McpServerConfig | None:
+    def downstream_server(self, server_id: str) -> McpServerConfig | None:
         return next((s for s in self.mcp_servers if s.id == server_id), None)
 
     def service(self, service_id: str) -> ServiceConfig | None:
         """The MCP server or A2A agent a sign-in is for."""
-        return self.mcp_server(service_id) or next((a for a in self.a2a_agents if a.id == service_id), None)
+        return self.downstream_server(service_id) or next((a for a in self.a2a_agents if a.id == service_id), None)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:

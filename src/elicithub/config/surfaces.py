@@ -1,4 +1,5 @@
-"""Where people are reached: the chat streams, the AI SDK UI message stream and the Slack app."""
+"""Where people are reached: the chat streams, the AI SDK UI message stream, the hub's MCP server and the Slack
+app."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ class StreamsConfig(Strict):
 
     keepalive_s: float = Field(default=15, gt=0)
     """How often a stream that waits gets a `: keep-alive` comment line, so proxies do not cut it."""
+
+
+class McpSurfaceConfig(Strict):
+    """The hub's own MCP server, `/mcp`."""
+
+    tools: bool = True
+    """Also offer every downstream tool the caller may use (`SERVER.TOOL`, the hub as a gateway); false: only one
+    tool per agent."""
 
 
 class UIStreamConfig(Strict):

@@ -277,6 +277,7 @@ class Hub:
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,
             agents,
+            self.tools if config.mcp_server.tools else None,
             host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
         self.a2a = A2aSurface(

@@ -60,7 +60,7 @@ def test_a_client_of_either_era_answers_the_agents_question_and_gets_the_result(
     async def go() -> None:
         async with connected(hub, mode) as (client, asked):
             tools = await client.list_tools()
-            assert [t.name for t in tools.tools] == ["assistant"]
+            assert tools.tools[0].name == "assistant"  # the agents first, then the downstream tools
             assert tools.tools[0].description
             result = await client.call_tool("assistant", {"message": message})
         assert text(result) == "Provisioned orders in eu-west-1." and not result.is_error

@@ -22,6 +22,10 @@ class ToolSpec:
     input_schema: JsonObject
     stands_in: bool = False
     """`SERVER.connect` of a server whose tools only the person's sign-in shows: any `SERVER.*` may be called."""
+    title: str | None = None
+    output_schema: JsonObject | None = None
+    annotations: JsonObject | None = None
+    """These three as the downstream server gave them (the models are not shown them; the hub's `/mcp` is)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The hub's agents as an MCP server: one tool per agent, whose questions go back to the MCP client that called.
+"""The hub's agents as an MCP server: one tool per agent, whose questions go back to the MCP client that called
+(beside the downstream tools, surfaces/mcp/gateway.py).
 
 A 2026-07-28 client gets each pause as an `InputRequiredResult` (the round's questions keyed by elicitation id, and
 a sealed, single-use `requestState`); its retry answers them and gets the result or the next round, on any
@@ -27,9 +28,11 @@ from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.runtime.tools import Tools
 from elicithub.surfaces import expiry
 from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
 from elicithub.surfaces.mcp.asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
+from elicithub.surfaces.mcp.gateway import Gateway
 from elicithub.surfaces.mcp.session_end import SessionEnd
 from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, digest
 from elicithub.surfaces.mcp.task_records import TaskRecords
@@ -54,9 +57,11 @@ class McpSurface:
         state_key: bytes,
         timeout_s: float,
         agents: dict[str, str],
+        tools: Tools | None = None,
         host: str = "127.0.0.1",
     ) -> None:
-        """`host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
+        """`tools`: the downstream tools `/mcp` offers too (None: the agents only). `host`: where clients reach the
+        hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
         self.conversations = conversations
         self.tickets = tickets
         self.user_for = bearer.user_for
@@ -70,7 +75,8 @@ class McpSurface:
             request_state_security=security,
             log_level="WARNING",
             extensions=[TasksServerExtension(self.tasks)],
-            middleware=[self.tasks.core_tasks],
+            # The gateway's listing is outside the tasks' marks: only the agents' tools may be 2025-11-25 tasks.
+            middleware=[Gateway(tools, bearer.user_for).listing, self.tasks.core_tasks],
         )
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)

@@ -120,7 +120,7 @@ class Catalogue:
         listed = await self._fetch(header)
         if listed is None:  # this user's token was rejected: offer what we know
             return self._tools[1] if self._tools is not None else self._declared()
-        specs = [ToolSpec(t.name, t.description or t.title or t.name, dict(t.input_schema)) for t in listed]
+        specs = [_spec(t) for t in listed]
         self._tools = (time.monotonic(), specs)
         if server.credential_scope == "user" and self.listings is not None:
             # Whoever listed them, everyone may see them: a user without a token is asked when a tool is called.
@@ -151,3 +151,15 @@ class Catalogue:
             return None
         credential = await self.gate.usable(server, context.user_id)
         return None if credential is None else f"Bearer {credential.access_token}"
+
+
+def _spec(tool: mt.Tool) -> ToolSpec:
+    """A listed tool as the hub keeps it: what the model is shown, and what `/mcp` shows as it came."""
+    return ToolSpec(
+        tool.name,
+        tool.description or tool.title or tool.name,
+        dict(tool.input_schema),
+        title=tool.title,
+        output_schema=dict(tool.output_schema) if tool.output_schema is not None else None,
+        annotations=tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None,
+    )
