@@ -4,6 +4,7 @@ it. The listing made with that token then serves everyone, on every hub sharing 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from tests.conftest import HubFactory, McpProcess, RunningHub
 from tests.models.script import Text, ToolCall
 from tests.models.standins import ModelStandIn
 from tests.runtime.test_models import v1_model
+from tests.surfaces.mcp.test_server import connected
 
 PROVISION = '/call deploy.provision {"name": "orders"}'
 
@@ -149,3 +151,18 @@ def test_a_server_that_lists_its_tools_openly_needs_no_sign_in_to_show_them(
     text, events = converse(hub, "hello")
     assert events == []
     assert "open.provision" in text and "open.connect" not in text
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_the_hubs_mcp_listing_shows_connect_until_a_sign_in_shows_the_tools(
+    unlisted: RunningHub, browser: Browser, mode: str
+) -> None:
+    async def listed() -> list[str]:
+        async with connected(unlisted, mode) as (client, _):
+            return [t.name for t in (await client.list_tools()).tools]
+
+    before = asyncio.run(listed())
+    assert "tracker.connect" in before and "deploy.provision" in before
+    converse(unlisted, "/call tracker.connect {}", lambda e, _: browser.sign_in(str(e["url"])))
+    after = asyncio.run(listed())
+    assert {"tracker.list_issues", "tracker.create_issue"} <= set(after) and "tracker.connect" not in after
