@@ -11,7 +11,7 @@ import mcp_types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import HubFactory, McpProcess, free_port
+from tests.conftest import HubFactory, McpProcess, RunningHub, free_port
 from tests.servers.mrtr_server import INVENTORY
 from tests.surfaces.mcp.test_server import connected
 from tests.triggers.test_a2a_agents import AgentProcess, agent_entry
@@ -98,5 +98,28 @@ def test_with_tools_false_the_listing_is_the_agents_alone(gateway_hub: HubFactor
         async with connected(agents_only, mode) as (client, _):
             listed = await client.list_tools()
         assert [t.name for t in listed.tools] == ["assistant"] and listed.next_cursor is None
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_tool_the_caller_may_not_use_is_refused_as_one_no_server_has(gateway_hub: HubFactory, mode: str) -> None:
+    # researcher is an agent the assistant delegates to: its tool is an agent's, never the caller's to call.
+    agents = [{"id": "assistant", "tools": ["legacy", "mrtr", "researcher"]}, {"id": "researcher", "tools": ["mrtr"]}]
+    gateway = gateway_hub(agents=agents)
+    agents_only = gateway_hub(mcp_server={"tools": False})
+
+    async def refusal(hub: RunningHub, name: str) -> tuple[int, str]:
+        async with connected(hub, mode) as (client, _):
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(name, {"name": "orders"})
+        return refused.value.error.code, refused.value.error.message.replace(name, "NAME")
+
+    async def go() -> None:
+        unknown = await refusal(gateway, "nosuch.tool")
+        assert unknown == (mt.INVALID_PARAMS, "Unknown tool: NAME")
+        for name in ("researcher.delegate", "mrtr.nothing", "assistant.ask", "crm"):
+            assert await refusal(gateway, name) == unknown, name
+        assert await refusal(agents_only, "mrtr.provision") == unknown  # only the agents are offered there
 
     asyncio.run(go())

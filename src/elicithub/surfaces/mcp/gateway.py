@@ -2,7 +2,9 @@
 
 The tools are the ones an agent is offered, listed with the caller's own context (`Tools.list_tools`): `SERVER.TOOL`
 as its server gives it, `AGENT.send_message` for an A2A agent, and for a user-scoped server the caller has not
-signed in to, its configured `tools:` or `SERVER.connect`. The list comes in pages of `PAGE` tools.
+signed in to, its configured `tools:` or `SERVER.connect`. The list comes in pages of `PAGE` tools. A call of a tool
+the caller is not offered (no server has it, or the caller may not use it) is refused as an unknown tool, the same
+error either way.
 """
 
 from __future__ import annotations
@@ -23,17 +25,24 @@ PAGE = 100
 
 
 class Gateway:
-    """`tools`: whatever runs the agents' tools (None: `/mcp` offers the agents only)."""
+    """`agents`: the agents' tools; `tools`: whatever runs the agents' tools (None: `/mcp` offers the agents only)."""
 
-    def __init__(self, tools: Tools | None, user_for: Callable[[str], str | None]) -> None:
+    def __init__(self, agents: set[str], tools: Tools | None, user_for: Callable[[str], str | None]) -> None:
+        self.agents = agents
         self.tools = tools
         self.user_for = user_for
 
-    async def listing(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: `tools/list` gets the downstream tools after the agents' (the SDK's own listing), paged."""
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """`tools/list` gets the downstream tools after the agents' (the SDK's own listing), paged; `tools/call` of
+        a tool the caller is not offered is refused before anything runs."""
+        params: Any = ctx.params or {}
+        if ctx.method == "tools/call":
+            name = params.get("name")
+            if name not in self.agents and not await self._offered(ctx, name):
+                raise MCPError(mt.INVALID_PARAMS, f"Unknown tool: {name}")
+            return await call_next(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
-        params: Any = ctx.params or {}
         start = _offset(params.get("cursor"))
         result = await call_next(ctx)
         assert isinstance(result, dict)  # the SDK's listing, serialized
@@ -47,11 +56,23 @@ class Gateway:
         return result
 
     async def _downstream(self, ctx: ServerRequestContext[Any, Any]) -> list[dict[str, Any]]:
+        return [_wire(spec) for spec in await self._specs(ctx)]
+
+    async def _offered(self, ctx: ServerRequestContext[Any, Any], name: object) -> bool:
+        """Whether the caller may call `name`: a listed tool, or any tool of a server listed as `SERVER.connect`
+        (its sign-in may show it), as an agent may."""
+        if not isinstance(name, str):
+            return False
+        prefix = name.partition(".")[0]
+        specs = await self._specs(ctx)
+        return any(s.name == name or (s.stands_in and s.name.partition(".")[0] == prefix) for s in specs)
+
+    async def _specs(self, ctx: ServerRequestContext[Any, Any]) -> list[ToolSpec]:
+        """The downstream tools the request's user is offered, as an agent is (none without a user)."""
         user = user_of(getattr(ctx.request, "headers", None), self.user_for)
         if self.tools is None or user is None:
             return []
-        context = CallContext("", "", user, supports_elicitation=False, surface="mcp")
-        return [_wire(spec) for spec in await self.tools.list_tools(context)]
+        return await self.tools.list_tools(CallContext("", "", user, supports_elicitation=False, surface="mcp"))
 
 
 def _offset(cursor: object) -> int:

@@ -76,7 +76,7 @@ class McpSurface:
             log_level="WARNING",
             extensions=[TasksServerExtension(self.tasks)],
             # The gateway's listing is outside the tasks' marks: only the agents' tools may be 2025-11-25 tasks.
-            middleware=[Gateway(tools, bearer.user_for).listing, self.tasks.core_tasks],
+            middleware=[Gateway(set(agents), tools, bearer.user_for).middleware, self.tasks.core_tasks],
         )
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
