@@ -92,6 +92,8 @@ class ToolCallFinished(Framed):
     name: str
     text: str
     is_error: bool
+    result: JsonObject | None = None
+    """A downstream MCP server's `CallToolResult` as it gave it (ToolOutcome.result)."""
 
 
 @dataclass(frozen=True)
@@ -296,6 +298,7 @@ class ToolFinishedJson(TypedDict):
     name: str
     text: str
     isError: bool
+    result: NotRequired[JsonObject]
 
 
 class RequestedJson(TypedDict):
@@ -354,13 +357,16 @@ def to_json(event: StreamEvent) -> StoredEvent:
     if isinstance(event, ToolStatus):
         return {"type": "tool-status", "callId": event.call_id, "text": event.text}
     if isinstance(event, ToolCallFinished):
-        return {
+        finished: ToolFinishedJson = {
             "type": "tool-finished",
             "callId": event.call_id,
             "name": event.name,
             "text": event.text,
             "isError": event.is_error,
         }
+        if event.result is not None:
+            finished["result"] = event.result
+        return finished
     if isinstance(event, ElicitationRequested):
         return {"type": "elicitation-requested", "elicitation": event.elicitation.to_json()}
     if isinstance(event, ElicitationResolved):
@@ -410,7 +416,7 @@ def from_json(data: JsonObject) -> StreamEvent | None:
     if kind == "tool-status":
         return ToolStatus(data["callId"], data["text"])
     if kind == "tool-finished":
-        return ToolCallFinished(data["callId"], data["name"], data["text"], data["isError"])
+        return ToolCallFinished(data["callId"], data["name"], data["text"], data["isError"], data.get("result"))
     if kind == "elicitation-requested":
         return ElicitationRequested(Elicitation.from_json(data["elicitation"]))
     if kind == "elicitation-resolved":

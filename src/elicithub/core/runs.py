@@ -155,6 +155,9 @@ class RunRecord:
     """The tools its client offers beside the agent's own (a call of one ends the run)."""
     instructions: str = ""
     """What its client adds to the agent's instructions for this run (AG-UI's `context`)."""
+    direct: bool = False
+    """A direct call through the gateway (`/mcp`'s tools/call of SERVER.TOOL): the run makes its `tool_calls`, and no
+    model turn follows."""
     history: int = 0
     """How many of the first `messages` are its conversation's first messages, which the store keeps once with the
     conversation: a save writes only the run's own messages after them, so its cost does not grow with the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -19,8 +20,18 @@ from dataclasses import dataclass, replace
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
+from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Backend
-from elicithub.core.runs import ClientTool, ConversationRecord, Message, RunRecord, conversation_key, waiting_calls
+from elicithub.core.runs import (
+    ClientTool,
+    ConversationRecord,
+    FunctionCall,
+    Message,
+    RunRecord,
+    ToolCall,
+    conversation_key,
+    waiting_calls,
+)
 from elicithub.core.waiting import Resolution
 from elicithub.errors import (
     ConversationNotFound,
@@ -114,6 +125,19 @@ class Conversations:
         message: Message = {"role": "user", "content": text}
         return await self._add(caller, conversation_id, [*(history or []), message], 1, agent, client)
 
+    async def call(self, caller: Caller, name: str, arguments: JsonObject) -> Sent:
+        """Make one call of tool `name` for the caller (`/mcp`'s tools/call of SERVER.TOOL), in a conversation of its
+        own: a run whose model turn is that call, so it goes through what an agent's call does (its gates, its
+        questions, checkpoints and takeover), and ends with it."""
+        call = ToolCall(new_id("call"), name, arguments)
+        function: FunctionCall = {"name": name, "arguments": json.dumps(arguments)}
+        message: Message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call.call_id, "type": "function", "function": function}],
+        }
+        return await self._add(caller, None, [message], 1, name, None, call)
+
     async def send_results(
         self,
         caller: Caller,
@@ -153,9 +177,10 @@ class Conversations:
         count: int,
         agent: str,
         client: Offered | None,
+        direct: ToolCall | None = None,
     ) -> Sent:
         """Add the last `count` of `messages` (all of them to a conversation the hub does not know) and start a run
-        of `agent` from the conversation as it then is."""
+        of `agent` from the conversation as it then is (`direct`: the run makes that call, and no model turn)."""
         conversation_id = await self._id_for(caller, conversation_id)
         key = conversation_key(caller.user_id, conversation_id)
         run_id = new_id("run")
@@ -178,6 +203,8 @@ class Conversations:
             client_tools=list(client.tools),
             instructions=client.instructions,
             history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
+            tool_calls=[direct] if direct is not None else [],
+            direct=direct is not None,
         )
         self._running.start(run, resumed=False)
         return Sent(conversation_id, run_id, record.active_run_after)

@@ -184,11 +184,11 @@ class Runner:
         instructions = "\n\n".join(i for i in (setup.instructions, record.instructions) if i) or None
         offered = [ToolSpec(t["name"], t["description"], t["parameters"]) for t in record.client_tools]
         try:
-            if resumed and record.tool_calls:
+            if (resumed or record.direct) and record.tool_calls:
                 start = record.call_index
                 calls = record.tool_calls
                 record, ended = await self._calls(record, saves, messages, calls, start, emit, showing, unparked)
-            for _ in range(setup.max_steps):
+            for _ in range(0 if record.direct else setup.max_steps):
                 if ended is not None:  # stopped while a call waited, or its client makes the rest
                     reason = ended
                     break
@@ -209,7 +209,10 @@ class Runner:
                     reason = ended
                     break
             else:
-                await emit(TextDelta("Stopped: the model kept calling tools."))
+                if record.direct:
+                    reason = ended or reason  # its one call made: no model turn follows
+                else:
+                    await emit(TextDelta("Stopped: the model kept calling tools."))
         except asyncio.CancelledError:
             raise
         except ModelFailed as exc:
@@ -302,7 +305,7 @@ class Runner:
                 with telemetry.tool_call(call.name) as span:
                     outcome = await self.tools.call(call.name, call.arguments, context)
                     span.note("is_error", outcome.is_error, failed=outcome.is_error)
-            await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error))
+            await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error, outcome.result))
             messages.append(
                 {"role": "tool", "tool_call_id": call.call_id, "content": outcome.text, "is_error": outcome.is_error}
             )

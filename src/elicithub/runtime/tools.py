@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from elicithub.core.jsoncodec import JsonObject
@@ -85,6 +85,10 @@ def stopped_call(name: str) -> str:
 class ToolOutcome:
     text: str
     is_error: bool = False
+    result: JsonObject | None = field(default=None, compare=False)
+    """A downstream MCP server's `CallToolResult` as it gave it (content, structuredContent, isError): what a direct
+    call through the gateway returns (None: the call never reached a server, or made no such result). Not compared:
+    two outcomes that tell the run the same are equal."""
 
 
 RunChild = Callable[[RunRecord, CallContext, bool], Awaitable[ToolOutcome]]

@@ -37,12 +37,13 @@ class Paused:
 
 @dataclass(frozen=True)
 class Ended:
-    """The run's end: its last words (its text after its last tool call), whether it ended in error, and whether a
-    tool call of it failed on the way."""
+    """The run's end: its last words (its text after its last tool call), whether it ended in error, whether a
+    tool call of it failed on the way, and how its last tool call ended (a direct call's result)."""
 
     text: str
     error: bool
     tool_failed: bool
+    last_call: ToolCallFinished | None = None
 
 
 Show = Callable[[Paused], Awaitable[bool]]
@@ -102,6 +103,7 @@ class PauseDriver:
         following = await self.conversations.follow(self.caller, conversation_id, run_id, after)
         text: list[str] = []
         tool_failed = False
+        last_call: ToolCallFinished | None = None
         going_on: set[str] = set()
         async with contextlib.aclosing(following.events) as events:
             async for seq, event in events:
@@ -121,9 +123,10 @@ class PauseDriver:
                     if not going_on:
                         await resumed()
                 text = text_after_tools(text, event)
-                tool_failed = tool_failed or (isinstance(event, ToolCallFinished) and event.is_error)
+                if isinstance(event, ToolCallFinished):
+                    tool_failed, last_call = tool_failed or event.is_error, event
                 if isinstance(event, RunFinished):
-                    return Ended("".join(text), event.reason == "error", tool_failed)
+                    return Ended("".join(text), event.reason == "error", tool_failed, last_call)
         return None
 
     async def resume(

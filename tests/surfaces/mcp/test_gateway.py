@@ -7,13 +7,20 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+import anyio
+import httpx
 import mcp_types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import HubFactory, McpProcess, RunningHub, free_port
+from elicithub.core.elicitation import State
+from elicithub.core.events import ToolCallFinished
+from tests.conftest import HubFactory, McpProcess, RunningHub, free_port, served
 from tests.servers.mrtr_server import INVENTORY
-from tests.surfaces.mcp.test_server import connected
+from tests.surfaces.mcp.test_asking import LINK, linker
+from tests.surfaces.mcp.test_server import connected, text, token
+from tests.surfaces.pages.inboxes import InboxStream
+from tests.triggers.approving import answer
 from tests.triggers.test_a2a_agents import AgentProcess, agent_entry
 
 DECLARED = [{"name": f"lookup_{i:03}", "description": f"Look up record {i}."} for i in range(120)]
@@ -121,5 +128,141 @@ def test_a_tool_the_caller_may_not_use_is_refused_as_one_no_server_has(gateway_h
         for name in ("researcher.delegate", "mrtr.nothing", "assistant.ask", "crm"):
             assert await refusal(gateway, name) == unknown, name
         assert await refusal(agents_only, "mrtr.provision") == unknown  # only the agents are offered there
+
+    asyncio.run(go())
+
+
+def provisioned(server: McpProcess) -> dict[str, int]:
+    counts: dict[str, int] = httpx.get(server.url.removesuffix("/mcp") + "/debug/provisioned").json()
+    return counts
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_call_returns_the_downstream_result_as_given(gateway_hub: HubFactory, mode: str) -> None:
+    gateway = gateway_hub()
+
+    async def go() -> None:
+        async with connected(gateway, mode) as (client, asked):
+            result = await client.call_tool("mrtr.inventory", {"name": "shelf"})
+        assert asked == []
+        assert result.structured_content == {"count": 3} and not result.is_error
+        assert [b.model_dump(exclude_none=True) for b in result.content] == [{"type": "text", "text": "3"}]
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("server", ["mrtr", "legacy"])
+def test_the_servers_question_reaches_the_client_and_the_call_completes_once(
+    gateway_hub: HubFactory, mrtr_server: McpProcess, legacy_server: McpProcess, mode: str, server: str
+) -> None:
+    gateway = gateway_hub()
+    downstream = mrtr_server if server == "mrtr" else legacy_server
+    name = f"direct-{mode}"
+
+    async def go() -> None:
+        async with connected(gateway, mode) as (client, asked):
+            result = await client.call_tool(f"{server}.provision", {"name": name})
+        assert text(result) == f"Provisioned {name} in eu-west-1." and not result.is_error
+        assert [p.message for p in asked] == [f"Which region should {name} live in?"]
+
+    asyncio.run(go())
+    assert provisioned(downstream)[name] == 1
+
+
+FREEZE = "not during the freeze"
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize(
+    ("content", "outcome"),
+    [
+        ({"approve": True}, ("3", False)),
+        (
+            {"approve": False, "reason": FREEZE},
+            (f"Call of mrtr.inventory was not approved: denied by bob: {FREEZE}", True),
+        ),
+    ],
+    ids=["approved", "denied"],
+)
+def test_an_approvers_answer_decides_whether_the_call_is_made(
+    gateway_hub: HubFactory, mode: str, content: dict[str, Any], outcome: tuple[str, bool]
+) -> None:
+    gateway = gateway_hub(approvals=[{"tools": ["mrtr.inventory"], "approvers": {"users": ["bob"]}}])
+
+    async def go() -> None:
+        with InboxStream(gateway.url, token("bob")) as bob:
+            assert bob.started() == []
+            async with connected(gateway, mode) as (client, asked):
+                call = asyncio.ensure_future(client.call_tool("mrtr.inventory", {"name": "shelf"}))
+                asked_bob = asyncio.ensure_future(asyncio.to_thread(bob.until, "inbox-added"))
+                await asyncio.wait([call, asked_bob], return_when=asyncio.FIRST_COMPLETED)
+                assert not call.done(), call.result()  # the call waits for bob's answer
+                added = await asked_bob
+                assert added["context"]["arguments"] == {"name": "shelf"}
+                reply = await asyncio.to_thread(answer, gateway.url, "bob", added["elicitationId"], "accept", content)
+                assert reply.status_code == 200, reply.text
+                result = await call
+        assert asked == []  # the approval is bob's to give, not a question of the caller's
+        assert (text(result), bool(result.is_error)) == outcome
+        assert (result.structured_content is not None) == (not outcome[1])
+
+    asyncio.run(go())
+
+
+def test_a_client_that_goes_away_mid_call_cancels_the_servers_question_and_nothing_is_made(
+    gateway_hub: HubFactory, mrtr_server: McpProcess
+) -> None:
+    gateway = gateway_hub()
+    name = "abandoned"
+
+    async def go() -> str:
+        shown = anyio.Event()
+
+        async def never_answers(context: Any, params: mt.ElicitRequestParams) -> Any:
+            shown.set()
+            await anyio.sleep_forever()
+
+        with InboxStream(gateway.url, token("alice")) as alice:
+            assert alice.started() == []
+            async with connected(gateway, "legacy", elicitation_callback=never_answers) as (client, _):
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(client.call_tool, "mrtr.provision", {"name": name})
+                    await shown.wait()
+                    calls.cancel_scope.cancel()  # the client gives up on the call, then closes its session
+            added = await asyncio.to_thread(alice.until, "inbox-added")
+            removed = await asyncio.to_thread(alice.until, "inbox-removed", added["elicitationId"])
+            return str(removed["elicitationId"])
+
+    question, events = gateway.run_ended(asyncio.run(go()))
+    assert question.state is State.CANCELLED
+    # The server was told of the cancel, and the call ended with it: made once, never again.
+    [finished] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished.is_error and finished.name == "mrtr.provision"
+    assert provisioned(mrtr_server).get(name, 0) == 0
+
+
+@pytest.fixture
+def linked_hub(make_hub: HubFactory) -> Iterator[RunningHub]:
+    """A hub with a server whose tool asks the person to open a link, in either era (the server stops after it)."""
+    with served(linker().streamable_http_app(host="127.0.0.1")) as downstream:
+        url = f"{downstream.url}/mcp"
+        servers = [{"id": "old", "url": url, "protocol": "legacy"}, {"id": "new", "url": url, "protocol": "2026-07-28"}]
+        hub = make_hub(mcp_servers=servers)
+        yield hub
+        hub.stop()
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("server", ["new", "old"])
+def test_the_servers_link_reaches_the_client_and_its_answer_goes_back(
+    linked_hub: RunningHub, mode: str, server: str
+) -> None:
+    async def go() -> None:
+        async with connected(linked_hub, mode, answer=mt.ElicitResult(action="accept")) as (client, asked):
+            result = await client.call_tool(f"{server}.connect", {})
+        [params] = asked
+        assert isinstance(params, mt.ElicitRequestURLParams) and params.url == LINK
+        assert text(result) == "The user chose accept at the link." and not result.is_error
 
     asyncio.run(go())

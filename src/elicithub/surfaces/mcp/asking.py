@@ -54,6 +54,16 @@ def call_result(conversation_id: str, ended: Ended, modes: set[str]) -> mt.CallT
     )
 
 
+def direct_result(_: str, ended: Ended, __: set[str]) -> mt.CallToolResult:
+    """A direct call's result: the downstream server's as it gave it; else (the call never reached it: refused, not
+    approved, or its run failed) the hub's reason, as an error."""
+    call = ended.last_call
+    if call is not None and call.result is not None:
+        return mt.CallToolResult.model_validate(call.result)
+    text = call.text if call is not None else ended.text
+    return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=call is None or call.is_error)
+
+
 def ends_with_sign_in(elicitation: Elicitation, answer: Answer) -> bool:
     """Whether the client's answer leaves the question open until a sign-in completes: `accept` on a url question
     only says the person agreed to open the link (MCP 2025-11-25). The hub's own sign-ins (and an A2A agent's) end

@@ -1,4 +1,5 @@
-"""The hub as an MCP gateway: `/mcp` lists, beside one tool per agent, every downstream tool its caller may use.
+"""The hub as an MCP gateway: `/mcp` lists, beside one tool per agent, every downstream tool its caller may use, and
+calls it as an agent would, with no model in between.
 
 The tools are the ones an agent is offered, listed with the caller's own context (`Tools.list_tools`): `SERVER.TOOL`
 as its server gives it, `AGENT.send_message` for an A2A agent, and for a user-scoped server the caller has not
@@ -9,7 +10,7 @@ error either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as mt
@@ -24,23 +25,36 @@ PAGE = 100
 """Tools per `tools/list` page; past it, the result has a `nextCursor`."""
 
 
-class Gateway:
-    """`agents`: the agents' tools; `tools`: whatever runs the agents' tools (None: `/mcp` offers the agents only)."""
+Direct = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitable[HandlerResult]]
+"""Makes a tools/call of a downstream tool (its request, the tool's name, its arguments): the surface's direct call."""
 
-    def __init__(self, agents: set[str], tools: Tools | None, user_for: Callable[[str], str | None]) -> None:
+
+class Gateway:
+    """`agents`: the agents' tools; `tools`: whatever runs the agents' tools (None: `/mcp` offers the agents only);
+    `direct`: how a call of a downstream tool is made."""
+
+    def __init__(
+        self, agents: set[str], tools: Tools | None, user_for: Callable[[str], str | None], direct: Direct
+    ) -> None:
         self.agents = agents
         self.tools = tools
         self.user_for = user_for
+        self.direct = direct
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """`tools/list` gets the downstream tools after the agents' (the SDK's own listing), paged; `tools/call` of
-        a tool the caller is not offered is refused before anything runs."""
+        a downstream tool is made directly, and of a tool the caller is not offered refused before anything runs."""
         params: Any = ctx.params or {}
         if ctx.method == "tools/call":
             name = params.get("name")
-            if name not in self.agents and not await self._offered(ctx, name):
+            if name in self.agents:
+                return await call_next(ctx)
+            if not await self._offered(ctx, name):
                 raise MCPError(mt.INVALID_PARAMS, f"Unknown tool: {name}")
-            return await call_next(ctx)
+            arguments = params.get("arguments") or {}
+            if not isinstance(arguments, dict):
+                raise MCPError(mt.INVALID_PARAMS, "arguments: expected an object.")
+            return await self.direct(ctx, name, arguments)
         if ctx.method != "tools/list":
             return await call_next(ctx)
         start = _offset(params.get("cursor"))

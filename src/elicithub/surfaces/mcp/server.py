@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -28,10 +28,18 @@ from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.runtime.taken import Sent
 from elicithub.runtime.tools import Tools
 from elicithub.surfaces import expiry
 from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
-from elicithub.surfaces.mcp.asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
+from elicithub.surfaces.mcp.asking import (
+    ask_back,
+    call_result,
+    direct_result,
+    elicit_request,
+    ends_with_sign_in,
+    modes_of,
+)
 from elicithub.surfaces.mcp.gateway import Gateway
 from elicithub.surfaces.mcp.session_end import SessionEnd
 from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, digest
@@ -42,6 +50,12 @@ from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 MRTR = "2026-07-28"
 
 Message = Annotated[str, Field(description="What to ask the agent.")]
+Start = Callable[[Caller], Awaitable[Sent]]
+"""Starts a call's run for its caller: an agent's run for its message, or a direct call's."""
+
+Finish = Callable[[str, Ended, set[str]], mt.CallToolResult]
+"""The call's result of its run's end (its conversation, the end, the client's question modes)."""
+
 ConversationId = Annotated[
     str | None, Field(description="Continue this conversation (from an earlier result's structuredContent).")
 ]
@@ -76,7 +90,7 @@ class McpSurface:
             log_level="WARNING",
             extensions=[TasksServerExtension(self.tasks)],
             # The gateway's listing is outside the tasks' marks: only the agents' tools may be 2025-11-25 tasks.
-            middleware=[Gateway(set(agents), tools, bearer.user_for).middleware, self.tasks.core_tasks],
+            middleware=[Gateway(set(agents), tools, bearer.user_for, self._direct).middleware, self.tasks.core_tasks],
         )
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
@@ -111,6 +125,27 @@ class McpSurface:
     async def _call(
         self, agent: str, arguments: dict[str, Any], ctx: Context
     ) -> mt.CallToolResult | mt.InputRequiredResult:
+        async def start(caller: Caller) -> Sent:
+            return await self.conversations.send(caller, arguments["conversationId"], arguments["message"], agent=agent)
+
+        return await self._follow(start, call_result, arguments, ctx)
+
+    async def _direct(
+        self, request: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        """A tools/call of a downstream tool: one call, made as an agent's is, and its server's result as given."""
+        params = mt.CallToolRequestParams.model_validate(request.params)
+        ctx: Context = Context(request_context=request, mcp_server=self.server, input_params=params)
+
+        async def start(caller: Caller) -> Sent:
+            return await self.conversations.call(caller, name, arguments)
+
+        return await self._follow(start, direct_result, arguments, ctx)
+
+    async def _follow(
+        self, start: Start, finish: Finish, arguments: dict[str, Any], ctx: Context
+    ) -> mt.CallToolResult | mt.InputRequiredResult:
+        """Start the call's run (or, on a 2026-07-28 retry, go on with it) and follow it to its result or a round."""
         user = user_of(ctx.headers, self.user_for)
         if user is None:
             raise MCPError(mt.INVALID_REQUEST, "No user: send a bearer token of one of the hub's users.")
@@ -119,11 +154,12 @@ class McpSurface:
         driver = PauseDriver(self.conversations, caller, lambda e: e.mode in modes)
         try:
             if ctx.request_state is not None:
-                return await self._retry(driver, RoundState.load(ctx.request_state), ctx, arguments, modes)
-            sent = await self.conversations.send(caller, arguments["conversationId"], arguments["message"], agent=agent)
+                state = RoundState.load(ctx.request_state)
+                return await self._retry(driver, state, ctx, arguments, modes, finish)
+            sent = await start(caller)
             show = _answered_in_retry if (ctx.protocol_version or "") >= MRTR else self._asking_back(ctx, caller)
             stopped = await driver.follow(sent.conversation_id, sent.run_id, sent.after, show)
-            return await self._result(caller, sent.conversation_id, stopped, arguments, 1, modes)
+            return await self._result(caller, sent.conversation_id, stopped, arguments, 1, modes, finish)
         except InvalidContent as exc:
             raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
         except Expired as exc:
@@ -139,13 +175,15 @@ class McpSurface:
         arguments: dict[str, Any],
         round_: int,
         modes: set[str],
+        finish: Finish,
     ) -> mt.CallToolResult | mt.InputRequiredResult:
-        """The call's result where the run stopped: the agent's answer, or (2026-07-28) the round it waits on."""
+        """The call's result where the run stopped (`finish` makes it of the run's end), or (2026-07-28) the round it
+        waits on."""
         if stopped is None:
             raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
         if isinstance(stopped, Paused):
             return await self._round(caller, conversation_id, stopped, arguments, round_)
-        return call_result(conversation_id, stopped, modes)
+        return finish(conversation_id, stopped, modes)
 
     # -- 2026-07-28: rounds returned, and retried
 
@@ -169,7 +207,13 @@ class McpSurface:
         return mt.InputRequiredResult(input_requests=requests, request_state=state.dump())
 
     async def _retry(
-        self, driver: PauseDriver, state: RoundState, ctx: Context, arguments: dict[str, Any], modes: set[str]
+        self,
+        driver: PauseDriver,
+        state: RoundState,
+        ctx: Context,
+        arguments: dict[str, Any],
+        modes: set[str],
+        finish: Finish,
     ) -> mt.CallToolResult | mt.InputRequiredResult:
         caller = driver.caller
         assert caller.user_id is not None
@@ -185,7 +229,7 @@ class McpSurface:
         stopped = await driver.resume(
             state.conversation_id, state.run_id, state.elicitation_ids, state.after, _answered_in_retry
         )
-        return await self._result(caller, state.conversation_id, stopped, arguments, state.round + 1, modes)
+        return await self._result(caller, state.conversation_id, stopped, arguments, state.round + 1, modes, finish)
 
     async def _checked_answers(
         self, caller: Caller, state: RoundState, responses: mt.InputResponses

@@ -191,7 +191,8 @@ class McpServerTrigger:
             _question.reset(asking)
         if question.failure is not None:
             return ToolOutcome(question.failure, is_error=True)
-        return ToolOutcome(_text(result), is_error=bool(result.is_error))
+        given = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return ToolOutcome(_text(result), is_error=bool(result.is_error), result=given)
 
     async def _attempt(
         self, tool: str, arguments: JsonObject, question: Question, resume: Pause | None, auth: CallAuth
