@@ -93,7 +93,7 @@ class ToolCallFinished(Framed):
     text: str
     is_error: bool
     result: JsonObject | None = None
-    """A downstream MCP server's `CallToolResult` as it gave it (ToolOutcome.result)."""
+    """A direct call's result as its downstream MCP server gave it (ToolOutcome.result); None in an agent's run."""
 
 
 @dataclass(frozen=True)

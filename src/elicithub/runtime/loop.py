@@ -305,7 +305,9 @@ class Runner:
                 with telemetry.tool_call(call.name) as span:
                     outcome = await self.tools.call(call.name, call.arguments, context)
                     span.note("is_error", outcome.is_error, failed=outcome.is_error)
-            await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error, outcome.result))
+            # A direct call's result goes on the log as given, for its caller; an agent's model reads the text.
+            result = outcome.result if record.direct else None
+            await emit(ToolCallFinished(call.call_id, call.name, outcome.text, outcome.is_error, result))
             messages.append(
                 {"role": "tool", "tool_call_id": call.call_id, "content": outcome.text, "is_error": outcome.is_error}
             )
