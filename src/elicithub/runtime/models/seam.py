@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -84,15 +85,16 @@ class Model(Protocol):
     async def turn(self, request: ModelRequest, sink: Sink, status: Status) -> ModelTurn: ...
 
 
-class Completing:
+class Completing(ABC):
     """A model that answers a turn whole (the scripted one, and tests' models): its text is one piece."""
 
     name = "completing"
     context_tokens: int | None = None
     max_tokens = 0
 
+    @abstractmethod
     async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> ModelTurn:
-        raise NotImplementedError
+        """The whole answer to `messages`, with `tools` offered."""
 
     async def turn(self, request: ModelRequest, sink: Sink, status: Status) -> ModelTurn:
         turn = await self.complete(request.messages, request.tools)
