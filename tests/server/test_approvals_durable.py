@@ -43,7 +43,7 @@ def test_an_approval_given_before_a_kill_9_is_not_asked_again_when_the_call_runs
         finally:
             first.process.kill()
             first.process.wait()
-        second = ServedHub(config, tmp_path / "second.log", port=first.port)  # the same hub, restarted
+        second = ServedHub(config, tmp_path / "second.log")  # the same hub, restarted (its old port may be taken)
         second.wait()
         try:
             with person(second.url, "alice") as client:

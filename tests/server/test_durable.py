@@ -30,8 +30,8 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
     """Start `elicithub serve` processes; whatever happens in the test, none outlives it."""
     started: list[ServedHub] = []
 
-    def start(config: Path, name: str, port: int | None = None) -> ServedHub:
-        hub = ServedHub(config, tmp_path / f"{name}.log", port)
+    def start(config: Path, name: str, instance: str | None = None) -> ServedHub:
+        hub = ServedHub(config, tmp_path / f"{name}.log", instance=instance)
         started.append(hub)
         hub.wait()
         return hub
@@ -211,13 +211,13 @@ def test_after_a_restart_the_fast_path_streams_the_continuation(
 ) -> None:
     url = store_url(store, tmp_path, request, db=4)
     # Beats so slow that no takeover could come in time: the restarted hub continues its runs because they are
-    # its own (same instance name, host:port), as it starts.
+    # its own (the same instance name), as it starts.
     config = write_config(tmp_path, url, legacy_server, mrtr_server, store={"url": url, "heartbeat_s": 30})
-    first = serve(config, "first")
+    first = serve(config, "first", instance="hub-restarted")
     asked = asyncio.run(raise_questions(first.url, f"fast{stop}{store}", 2))
     getattr(first.process, stop)()  # SIGKILL, or SIGTERM: a graceful shutdown keeps the questions open too
     first.process.wait(timeout=20)
-    second = serve(config, "second", first.port)
+    second = serve(config, "second", instance="hub-restarted")
     try:
         for q in asked:  # one 2026-07-28 call (retried with its requestState), one 2025-11-25 call (run again)
             part = {

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from elicithub.core.elicitation import utcnow
 from elicithub.core.events import ElicitationRequested, ElicitationResolved
 from elicithub.core.waiting import Resolution
 from elicithub.store import open_backend
-from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered, wait_for_port
+from tests.conftest import USERS, HubAddress, McpProcess, free_port, sse_data, sse_numbered
 from tests.core_fixtures import DEADLINE_S, BusSink, PostgresServer, RedisServer, question
 
 DB = 1  # the store tests empty database 0 for every test
@@ -35,23 +37,42 @@ class ServedHub(HubAddress):
     """`elicithub serve --config FILE` in its own process; SIGTERM stops it at once unless the config asks for a
     drain (`server.drain_s`, whose default is for production)."""
 
-    def __init__(self, config: Path, log: Path, port: int | None = None) -> None:
+    def __init__(self, config: Path, log: Path, port: int | None = None, instance: str | None = None) -> None:
         super().__init__(port or free_port())
         self.log = log
+        self._env = {**os.environ, "ELICITHUB_INSTANCE": instance} if instance is not None else None
+        self._pinned = port is not None
         settings = yaml.safe_load(config.read_text()) or {}
         settings.setdefault("server", {}).setdefault("drain_s", 0)
-        config = log.with_suffix(".yaml")
-        config.write_text(json.dumps(settings))
-        command = [sys.executable, "-c", "from elicithub.cli import main; main()", "serve", "--config", str(config)]
-        with log.open("wb") as out:
-            self.process = subprocess.Popen([*command, "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
+        self._config = log.with_suffix(".yaml")
+        self._config.write_text(json.dumps(settings))
+        self.process = self._launch()
+
+    def _launch(self) -> subprocess.Popen[bytes]:
+        serve = ["serve", "--config", str(self._config), "--port", str(self.port)]
+        command = [sys.executable, "-c", "from elicithub.cli import main; main()", *serve]
+        with self.log.open("wb") as out:
+            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self._env)
 
     def wait(self) -> None:
-        # uvicorn runs the hub's startup (which subscribes to the store) before it listens.
-        try:
-            wait_for_port(self.port)
-        except RuntimeError:
-            raise RuntimeError(f"the hub did not start:\n{self.log.read_text()}") from None
+        """Until this hub's own process listens (uvicorn runs the hub's startup, which subscribes to the store,
+        before it does). Its log says so: a connection alone could reach another test's process that took the port
+        meanwhile. A port taken before the hub bound it is given up for a free one, unless the test pinned it."""
+        listening = f"Uvicorn running on http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 90
+        while listening not in self.log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the hub did not start within 90 s:\n{self.log.read_text(errors='replace')}")
+            if self.process.poll() is not None:
+                said = self.log.read_text(errors="replace")
+                if "address already in use" in said and not self._pinned:
+                    self.port = free_port()
+                    self.url = f"http://127.0.0.1:{self.port}"
+                    self.process = self._launch()
+                    self.wait()
+                    return
+                raise RuntimeError(f"the hub did not start:\n{said}")
+            time.sleep(0.05)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -345,7 +345,7 @@ def test_kill_9_with_a_question_open_then_restart_completes_the_task_once(tmp_pa
         first.process.kill()  # SIGKILL: nothing is cancelled, downstream or here
         first.process.wait()
 
-        second = ServedHub(config, tmp_path / "second.log", first.port)
+        second = ServedHub(config, tmp_path / "second.log")  # restarted; a new port, as the old one may be taken
         second.wait()
         response = second.answer("alice", conversation_id, request["elicitationId"], "accept", {"answer": "Faro"})
         assert response.status_code == 200, response.text
