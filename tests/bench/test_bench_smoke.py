@@ -91,3 +91,9 @@ def test_the_model_stream_benchmark_runs_one_stream_and_many() -> None:
     )
     assert out.count("| **added by the hub** |") == 2, out
     assert out.count("hub CPU per relayed token: **") == 2 and "The hub's model client alone" in out, out
+
+
+def test_the_floor_benchmark_runs_every_mode() -> None:
+    out = run("floor.py", "--n", "2", "--warmup", "1", "--floors", "default,fresh")
+    modes = [line.split(" | ")[0].removeprefix("| ") for line in out.splitlines() if line.startswith("| ")][1:]
+    assert modes == ["direct", "direct-open", "floor[default]", "floor[fresh]", "hub-memory", "hub-sqlite"], out
