@@ -1,18 +1,22 @@
-"""The `elicithub` command line: `config check`, `store migrate`, `key init` and the top-level help."""
+"""The `elicithub` command line: `config check`, `store migrate`, `store copy`, `key init` and the top-level help."""
 
 from __future__ import annotations
 
 import base64
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from elicithub.cli import app
 from elicithub.store.postgres.schema import LATEST
+from elicithub.store.sqlite.schema import SCHEMA
+from tests.conftest import free_port
 from tests.core_fixtures import PostgresServer, RedisServer
 
 GOOD = """\
@@ -220,6 +224,51 @@ def test_store_migrate_on_a_store_without_steps_says_there_is_nothing_to_do(tmp_
     result = runner.invoke(app, ["store", "migrate", "--config", str(write(tmp_path, GOOD))])
     assert result.exit_code == 0
     assert result.stdout == "memory://: this store has no schema steps; nothing to do\n"
+
+
+def test_store_copy_copies_into_an_empty_store_and_sums_up(tmp_path: Path, postgres_server: PostgresServer) -> None:
+    source = f"sqlite:///{tmp_path / 'hub.db'}"
+    with sqlite3.connect(tmp_path / "hub.db") as db:
+        db.executescript(SCHEMA)
+        db.execute("INSERT INTO vault VALUES ('credential:tracker:alice', x'00ff', NULL)")
+    target = postgres_server.fresh("cli_copy").replace("postgres@", "postgres:pw@")  # trust auth ignores it
+    result = runner.invoke(app, ["store", "copy", "--from", source, "--to", target])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"copied 1 records from {source} to {target.replace(':pw@', ':***@')}: 0 questions, 0 runs, "
+        "0 conversations, 0 event logs, 1 key-value entries, 0 lists\n"
+    )
+    assert "copying records" in result.stderr and "1/1" in result.stderr  # the progress bar
+    again = runner.invoke(app, ["store", "copy", "--from", source, "--to", target])
+    assert again.exit_code == 2 and again.stdout == ""
+    assert again.stderr == (
+        f"error: the store {target.replace(':pw@', ':***@')} is not empty (1 rows in elicithub_kv): "
+        "copy only into an empty store\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "error"),
+    [
+        ("memory://", "sqlite:///{tmp}/b.db", "memory:// keeps nothing outside its hub's process"),
+        ("sqlite:///{tmp}/a.db", "mysql://db/hub", "unsupported store url 'mysql://db/hub'; use sqlite:///PATH"),
+        ("sqlite:///{tmp}/absent.db", "sqlite:///{tmp}/b.db", "there is no SQLite store at {tmp}/absent.db"),
+        ("redis://127.0.0.1:{closed}/0", "sqlite:///{tmp}/b.db", "cannot connect to the Redis store"),
+        ("postgresql://u@127.0.0.1:{closed}/hub", "sqlite:///{tmp}/b.db", "cannot connect to the Postgres store"),
+        ("sqlite:///{tmp}/a.db", "redis://127.0.0.1:{closed}/0", "cannot connect to the Redis store"),
+    ],
+)
+def test_store_copy_with_a_store_it_cannot_use_exits_2_saying_why(
+    source: str, target: str, error: str, tmp_path: Path
+) -> None:
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        db.executescript(SCHEMA)
+    where = {"tmp": str(tmp_path), "closed": str(free_port())}
+    arguments = ["store", "copy", "--from", source.format(**where), "--to", target.format(**where)]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"error: {error.format(**where)}"), result.stderr
+    assert not (tmp_path / "b.db").exists()
 
 
 def test_serve_refuses_a_postgres_schema_newer_than_it_knows(tmp_path: Path, postgres_server: PostgresServer) -> None:

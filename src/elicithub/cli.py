@@ -1,4 +1,5 @@
-"""The `elicithub` command: run the hub, check a config, test MCP servers that ask, or chat with a hub."""
+"""The `elicithub` command: run the hub, check a config, migrate or copy a store, test MCP servers that ask, or
+chat with a hub."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from elicithub.config import Config, ConfigError, DemoConfig, ModelEntry, load_config
+from elicithub.config import Config, ConfigError, ConversationsConfig, DemoConfig, ModelEntry, load_config
 from elicithub.errors import HubError
 from elicithub.runtime.approvers import named
 
@@ -266,6 +267,25 @@ def migrate(
     except HubError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+@store_app.command("copy")
+def copy(
+    source: Annotated[str, typer.Option("--from", help="The store to copy (sqlite:///PATH, redis://, postgresql://).")],
+    target: Annotated[str, typer.Option("--to", help="The store to copy into, which must be empty.")],
+    retention_s: Annotated[
+        float, typer.Option(help="A Redis target keeps idle conversations this long: your conversations.retention_s.")
+    ] = ConversationsConfig().retention_s,
+) -> None:
+    """Copy everything a store holds into an empty one, every hub stopped: to move from SQLite to Postgres or Redis."""
+    from elicithub.store.command import copy_with_progress, summary
+
+    try:
+        counts = copy_with_progress(source, target, retention_s)
+    except HubError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(summary(source, target, counts))
 
 
 @key_app.command("init")

@@ -51,20 +51,21 @@ class RedisKv:
 
     async def add_entry(self, key: str, value: str, ttl_s: float) -> None:
         now_ms, ttl_ms = int(time.time() * 1000), int(ttl_s * 1000)
-        member, kept = _member(Entry(now_ms + ttl_ms, value)), f"{now_ms + 1:0{DIGITS}d}"
+        member, kept = member_of(Entry(now_ms + ttl_ms, value)), f"{now_ms + 1:0{DIGITS}d}"
         await self._add(keys=[f"{PREFIX}entries:{key}"], args=[member, kept, max(1, ttl_ms)])
 
     async def entries(self, key: str, limit: int, before: Entry | None = None) -> list[Entry]:
-        newest = "+" if before is None else f"({_member(before)}"
+        newest = "+" if before is None else f"({member_of(before)}"
         oldest = f"[{int(time.time() * 1000) + 1:0{DIGITS}d}"
         members = cast(list[str], await self._redis.zrevrangebylex(f"{PREFIX}entries:{key}", newest, oldest, 0, limit))
-        return [_entry(member) for member in members]
+        return [entry_of(member) for member in members]
 
 
-def _member(entry: Entry) -> str:
+def member_of(entry: Entry) -> str:
+    """How the list holds an entry."""
     return f"{entry.expires_ms:0{DIGITS}d}:{entry.value}"
 
 
-def _entry(member: str) -> Entry:
+def entry_of(member: str) -> Entry:
     expires_ms, value = member.split(":", 1)
     return Entry(int(expires_ms), value)
