@@ -37,6 +37,7 @@ pytest_plugins = ["tests.core_fixtures", "tests.models.hubs"]
 FIRST = (
     "tests/deploy/",
     "tests/server/test_durable.py",
+    "tests/server/test_store_copy.py",
     "tests/bench/",
     "tests/triggers/test_mcp_tasks_durable.py",
     "tests/web/",

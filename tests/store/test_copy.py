@@ -166,3 +166,22 @@ async def test_a_source_a_hub_still_uses_is_not_copied(
         assert await copy_store(source_url, f"sqlite:///{tmp_path / 'b.db'}") == {}
     finally:
         await backend.close()
+
+
+async def test_a_postgres_target_where_a_hub_once_ran_is_empty_but_not_while_one_runs(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    source_url = f"sqlite:///{tmp_path / 'a.db'}"
+    backend = open_backend(source_url)
+    await backend.kv.put("credential:tracker:alice", SEALED)
+    await backend.close()
+    target = open_backend(postgres_url)
+    try:
+        await target.runs.heartbeat("hub-b:8700", 60)
+        with pytest.raises(StoreUnusable, match=r"is not empty \(1 rows in elicithub_instances\)"):
+            await copy_store(source_url, postgres_url)
+        await target.runs.heartbeat("hub-b:8700", 0)  # it stopped: its last beat holds nothing
+        assert await copy_store(source_url, postgres_url) == {"key-value entries": 1}
+        assert await target.kv.get("credential:tracker:alice") == SEALED
+    finally:
+        await target.close()

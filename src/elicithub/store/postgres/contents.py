@@ -47,7 +47,8 @@ _COLUMNS = """
 SELECT table_name, column_name FROM information_schema.columns
 WHERE table_schema = current_schema() AND table_name LIKE 'elicithub\\_%'
 """
-_ALIVE = "SELECT owner FROM elicithub_instances WHERE alive_until > extract(epoch FROM clock_timestamp())"
+_BEATING = "alive_until > extract(epoch FROM clock_timestamp())"
+_ALIVE = f"SELECT owner FROM elicithub_instances WHERE {_BEATING}"
 
 _COUNT = """
 SELECT (SELECT count(*) FROM elicithub_elicitations) + (SELECT count(*) FROM elicithub_runs)
@@ -141,7 +142,9 @@ class PostgresContents:
         tables = sorted({row["table_name"] for row in await self._db.fetch(_COLUMNS)} - {"elicithub_migrations"})
         found = []
         for table in tables:
-            count = await self._db.fetchval(f'SELECT count(*) FROM "{table}"')
+            # A hub that ran here and stopped leaves its last heartbeat, which holds nothing; a live one counts.
+            live = f" WHERE {_BEATING}" if table == "elicithub_instances" else ""
+            count = await self._db.fetchval(f'SELECT count(*) FROM "{table}"{live}')
             if count:
                 found.append(f"{count} rows in {table}")
         return ", ".join(found) or None

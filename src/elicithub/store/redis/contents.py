@@ -33,11 +33,12 @@ from elicithub.store.redis.elicitations import KEEP
 from elicithub.store.redis.kv import entry_of, member_of
 from elicithub.store.redis.runs import FINISHED_TTL_S
 
-COPIED = ("elicitation", "run", "conversation", "events-seq", "events", "vault", "entries")
-"""Kinds of key read as records: a question, a run, a conversation, an event log (its counter, its stream), a
-key-value entry, a list of expiring entries."""
-JOINED = ("run-owner", "conversation-messages")
-"""Kinds read along with the record they belong to: a run's owner, a conversation's messages."""
+COPIED = ("elicitation", "run", "conversation", "events-seq", "vault", "entries")
+"""Kinds of key read as records: a question, a run, a conversation, an event log (its counter), a key-value entry,
+a list of expiring entries."""
+JOINED = ("run-owner", "conversation-messages", "events")
+"""Kinds read along with the record they belong to: a run's owner, a conversation's messages, an event log's
+stream."""
 INDEXES = ("pending", "resolved", "runs")
 """Kinds the target makes again from the records: the pending and the ended questions, the unfinished runs."""
 LEFT = ("alive", "waiters", "watch", "appended")
@@ -78,8 +79,9 @@ class RedisContents:
         if found.get("alive"):
             hubs = ", ".join(found["alive"])
             raise StoreUnusable(f"hubs still use the store (instances {hubs}): stop every hub first")
+        # A log is its counter and its stream, which expire together: either one found is the log.
+        found["events-seq"] = sorted({*found.get("events-seq", ()), *found.get("events", ())})
         self._keys = found
-        self._keys["events-seq"] = sorted({*found.get("events-seq", ()), *found.pop("events", ())})
 
     async def _scan(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}

@@ -51,7 +51,7 @@ class SqliteContents:
         else:
             if not path.is_file():
                 raise StoreUnusable(f"there is no SQLite store at {path}")
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
         self._tables = set(self._schema())
         self._now = time.time()
 
