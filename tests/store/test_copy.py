@@ -16,7 +16,7 @@ from elicithub.core.runs import ConversationRecord, Pause, RunRecord, conversati
 from elicithub.errors import StoreUnusable
 from elicithub.store import open_backend
 from elicithub.store.copy import copy_store
-from tests.core_fixtures import question
+from tests.core_fixtures import RedisServer, question
 from tests.store.test_conversation_messages import said, write_old_conversation
 
 pytestmark = pytest.mark.anyio
@@ -185,3 +185,20 @@ async def test_a_postgres_target_where_a_hub_once_ran_is_empty_but_not_while_one
         assert await target.kv.get("credential:tracker:alice") == SEALED
     finally:
         await target.close()
+
+
+async def test_a_redis_target_that_may_evict_keys_is_not_written(
+    redis_server: RedisServer, redis_url: str, tmp_path: Path
+) -> None:
+    source_url = f"sqlite:///{tmp_path / 'a.db'}"
+    backend = open_backend(source_url)
+    await backend.kv.put("credential:tracker:alice", SEALED)
+    await backend.close()
+    with redis_server.client() as client:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        try:
+            with pytest.raises(StoreUnusable, match=r"may evict keys \(maxmemory-policy is allkeys-lru\), losing what"):
+                await copy_store(source_url, redis_url)
+        finally:
+            client.config_set("maxmemory-policy", "noeviction")
+        assert client.dbsize() == 0

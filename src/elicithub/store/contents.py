@@ -122,7 +122,8 @@ class Contents(Protocol):
 
     async def check(self) -> None:
         """Raise StoreUnusable when the store holds something this module does not know how to copy, has a schema
-        other than this elicithub's, or a hub is still using it."""
+        other than this elicithub's, or a hub is still using it. From here on `count` and `read` see the store as
+        it is now, where it can hold a moment (SQLite, Postgres)."""
 
     async def count(self) -> int:
         """How many records `read` yields (as the store is now)."""

@@ -45,7 +45,7 @@ async def open_contents(url: str, *, target: bool, retention_s: float = RETENTIO
     if url.startswith("redis://"):
         from elicithub.store.redis.contents import open_redis_contents
 
-        return await open_redis_contents(url, retention_s=retention_s)
+        return await open_redis_contents(url, target=target, retention_s=retention_s)
     from elicithub.store.postgres.contents import open_postgres_contents
 
     return await open_postgres_contents(url, target=target)

@@ -28,6 +28,7 @@ from elicithub.store.contents import (
     StoredValue,
     unknown,
 )
+from elicithub.store.redis import SAFE_POLICY
 from elicithub.store.redis.client import PREFIX
 from elicithub.store.redis.elicitations import KEEP
 from elicithub.store.redis.kv import entry_of, member_of
@@ -53,13 +54,20 @@ LOGS_AT_ONCE = 20
 PUSHED_AT_ONCE = 1000
 
 
-async def open_redis_contents(url: str, *, retention_s: float) -> RedisContents:
+async def open_redis_contents(url: str, *, target: bool, retention_s: float) -> RedisContents:
+    """A target must not evict keys: records would vanish as the copy fills it (a hub refuses it too)."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        await client.ping()
+        policy = (await client.info("memory")).get("maxmemory_policy")
     except (OSError, redis.RedisError) as exc:
         await client.aclose()
         raise StoreUnusable(f"cannot connect to the Redis store at {url}: {exc}") from exc
+    if target and policy != SAFE_POLICY:
+        await client.aclose()
+        raise StoreUnusable(
+            f"the Redis store at {url} may evict keys (maxmemory-policy is {policy or 'unknown'}), losing what is "
+            f"copied: set maxmemory-policy {SAFE_POLICY} on the Redis server first"
+        )
     return RedisContents(client, url, retention_s)
 
 
