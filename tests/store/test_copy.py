@@ -15,6 +15,7 @@ from elicithub.core.ports import Backend
 from elicithub.core.runs import ConversationRecord, Pause, RunRecord, conversation_key
 from elicithub.errors import StoreUnusable
 from elicithub.store import open_backend
+from elicithub.store.contents import BATCH
 from elicithub.store.copy import copy_store
 from tests.core_fixtures import RedisServer, question
 from tests.store.test_conversation_messages import said, write_old_conversation
@@ -202,3 +203,19 @@ async def test_a_redis_target_that_may_evict_keys_is_not_written(
         finally:
             client.config_set("maxmemory-policy", "noeviction")
         assert client.dbsize() == 0
+
+
+async def test_a_copy_that_stops_half_way_says_the_target_holds_part_of_it(postgres_url: str, tmp_path: Path) -> None:
+    source_url = f"sqlite:///{tmp_path / 'a.db'}"
+    backend = open_backend(source_url)
+    for n in range(BATCH):
+        await backend.kv.put(f"entry:{n:04}", b"v")
+    await backend.kv.put("z\x00", b"a key Postgres text cannot hold")  # read last, in the second batch
+    await backend.close()
+    with pytest.raises(StoreUnusable, match=r"the copy stopped .*holds part of the records now: empty it before"):
+        await copy_store(source_url, postgres_url)
+    target = open_backend(postgres_url)
+    try:
+        assert await target.kv.get("entry:0000") == b"v"  # the first batch was written
+    finally:
+        await target.close()
