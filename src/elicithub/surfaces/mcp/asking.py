@@ -5,6 +5,7 @@ it), and the call's result when the run ends."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as mt
@@ -15,7 +16,15 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.errors import AlreadyResolved, Expired, InvalidContent
 from elicithub.protocol.mcp_tasks import RELATED_TASK
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.runtime.taken import Sent
 from elicithub.surfaces.pauses import Ended
+
+Start = Callable[[Caller], Awaitable[Sent]]
+"""Starts a call's run for its caller: an agent's run for its message, or a direct call's."""
+
+Finish = Callable[[str, Ended, set[str]], mt.CallToolResult]
+"""The call's result of its run's end (its conversation, the end, the client's question modes): `call_result` for an
+agent's, `direct_result` for a direct call's."""
 
 
 def modes_of(capabilities: mt.ClientCapabilities | None) -> set[str]:

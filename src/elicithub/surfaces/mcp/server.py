@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
 import mcp_types as mt
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
@@ -33,6 +33,8 @@ from elicithub.runtime.tools import Tools
 from elicithub.surfaces import expiry
 from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
 from elicithub.surfaces.mcp.asking import (
+    Finish,
+    Start,
     ask_back,
     call_result,
     direct_result,
@@ -43,19 +45,14 @@ from elicithub.surfaces.mcp.asking import (
 from elicithub.surfaces.mcp.gateway import Gateway
 from elicithub.surfaces.mcp.session_end import SessionEnd
 from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, digest
+from elicithub.surfaces.mcp.task_calls import CoreTasks, TasksServerExtension, may_be_task
 from elicithub.surfaces.mcp.task_records import TaskRecords
-from elicithub.surfaces.mcp.tasks import McpTasks, TasksServerExtension
+from elicithub.surfaces.mcp.tasks import McpTasks
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
 
 MRTR = "2026-07-28"
 
 Message = Annotated[str, Field(description="What to ask the agent.")]
-Start = Callable[[Caller], Awaitable[Sent]]
-"""Starts a call's run for its caller: an agent's run for its message, or a direct call's."""
-
-Finish = Callable[[str, Ended, set[str]], mt.CallToolResult]
-"""The call's result of its run's end (its conversation, the end, the client's question modes)."""
-
 ConversationId = Annotated[
     str | None, Field(description="Continue this conversation (from an earlier result's structuredContent).")
 ]
@@ -83,6 +80,7 @@ class McpSurface:
             keys=[state_key], ttl=timeout_s, bind_principal=self._principal, audience="elicithub"
         )
         self.tasks = McpTasks(conversations, task_records, bearer.user_for, set(agents))
+        gateway = Gateway(set(agents), tools, bearer.user_for, self._direct)
         self.server = MCPServer(
             "elicithub",
             version=__version__,
@@ -90,7 +88,7 @@ class McpSurface:
             log_level="WARNING",
             extensions=[TasksServerExtension(self.tasks)],
             # The gateway's listing is outside the tasks' marks: only the agents' tools may be 2025-11-25 tasks.
-            middleware=[Gateway(set(agents), tools, bearer.user_for, self._direct).middleware, self.tasks.core_tasks],
+            middleware=[gateway.middleware, CoreTasks(self.tasks).middleware],
         )
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
@@ -132,14 +130,17 @@ class McpSurface:
 
     async def _direct(
         self, request: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
-    ) -> mt.CallToolResult | mt.InputRequiredResult:
-        """A tools/call of a downstream tool: one call, made as an agent's is, and its server's result as given."""
+    ) -> HandlerResult:
+        """A tools/call of a downstream tool: one call, made as an agent's is, and its server's result as given (or,
+        for a client that speaks the 2026-07-28 tasks, a task of it as an agent's call would be)."""
         params = mt.CallToolRequestParams.model_validate(request.params)
-        ctx: Context = Context(request_context=request, mcp_server=self.server, input_params=params)
 
         async def start(caller: Caller) -> Sent:
             return await self.conversations.call(caller, name, arguments)
 
+        if may_be_task(request, params):
+            return await self.tasks.start(request, start, "2026-07-28", params.task is not None, direct=True)
+        ctx: Context = Context(request_context=request, mcp_server=self.server, input_params=params)
         return await self._follow(start, direct_result, arguments, ctx)
 
     async def _follow(

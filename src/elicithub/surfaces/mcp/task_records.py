@@ -40,6 +40,7 @@ class TaskRecord:
     ttl_s: float
     cancelled: bool = False
     ended: TaskEnd | None = None  # once seen
+    direct: bool = False  # a direct call's: its result is its server's
     updated_at: float = field(default_factory=time.time)
 
     def with_(self, **changes: Any) -> TaskRecord:
@@ -51,10 +52,14 @@ class TaskRecords:
         self.kv = kv
         self.retention_s = retention_s
 
-    async def create(self, user_id: str, conversation_id: str, run_id: str, after: int, modes: set[str]) -> TaskRecord:
+    async def create(
+        self, user_id: str, conversation_id: str, run_id: str, after: int, modes: set[str], direct: bool = False
+    ) -> TaskRecord:
         """A new task, durable once this returns (a `tasks/get` for it resolves on any instance)."""
         task_id, now = new_id("task"), time.time()
-        record = TaskRecord(task_id, user_id, conversation_id, run_id, after, sorted(modes), now, self.retention_s)
+        record = TaskRecord(
+            task_id, user_id, conversation_id, run_id, after, sorted(modes), now, self.retention_s, direct=direct
+        )
         await self.save(record)
         await self.kv.add_entry(_list_key(user_id), task_id, self.retention_s)
         return record

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import anyio
 import mcp_types as mt
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.extension import Extension, MethodBinding
+from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.extension import MethodBinding
 from mcp.server.mcpserver.server import require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -44,9 +44,19 @@ from elicithub.protocol.mcp_tasks import (
 from elicithub.runtime.approvers import awaited as approvals_awaited
 from elicithub.runtime.approvers import waiting_for
 from elicithub.runtime.conversations import Caller, Conversations, is_open
+from elicithub.runtime.taken import Sent
 from elicithub.surfaces import expiry
 from elicithub.surfaces.gates import field_errors, refusal, user_of
-from elicithub.surfaces.mcp.asking import ask_back, call_result, elicit_request, ends_with_sign_in, modes_of
+from elicithub.surfaces.mcp.asking import (
+    Finish,
+    Start,
+    ask_back,
+    call_result,
+    direct_result,
+    elicit_request,
+    ends_with_sign_in,
+    modes_of,
+)
 from elicithub.surfaces.mcp.task_records import TaskRecord, TaskRecords
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
 
@@ -83,35 +93,59 @@ class McpTasks:
 
     # -- a call that becomes a task
 
-    async def start(
-        self, ctx: ServerRequestContext[Any, Any], agent: str, arguments: dict[str, Any], shape: Shape, at_once: bool
-    ) -> HandlerResult:
-        """The call's task handle (2026: once the run pauses, unless `at_once`), or its result when the run ended
-        without a question."""
-        caller = self._caller(ctx, modes_of(ctx.session.client_capabilities))
+    def agent_call(self, agent: str, arguments: dict[str, Any]) -> Start:
+        """How a call of `agent`'s tool starts its run (the arguments checked first)."""
         message, conversation_id = arguments.get("message"), arguments.get("conversationId")
         if not isinstance(message, str) or not isinstance(conversation_id, str | None):
             raise MCPError(mt.INVALID_PARAMS, f"{agent} takes {{message: string, conversationId?: string}}.")
+
+        async def start(caller: Caller) -> Sent:
+            return await self.conversations.send(caller, conversation_id, message, agent=agent)
+
+        return start
+
+    async def start(
+        self, ctx: ServerRequestContext[Any, Any], start: Start, shape: Shape, at_once: bool, direct: bool = False
+    ) -> HandlerResult:
+        """The call's task handle, or its result when the run ended first. At once when `at_once`; else (2026)
+        once the run pauses with questions for the client, or waits for other people's approval (`working`, its
+        status message naming them). `direct`: a direct call, whose result is its server's."""
+        caller = self._caller(ctx, modes_of(ctx.session.client_capabilities))
         try:
-            sent = await self.conversations.send(caller, conversation_id, message, agent=agent)
+            sent = await start(caller)
             status: Status = "working"
             if not at_once:
-                driver = PauseDriver(self.conversations, caller, lambda e: e.mode in caller.modes)
-                stopped = await driver.follow(sent.conversation_id, sent.run_id, sent.after, _later)
-                if stopped is None:
-                    raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
+                stopped = await self._first_stop(caller, sent)
                 if isinstance(stopped, Ended):
-                    return call_result(sent.conversation_id, stopped, set(caller.modes))
-                status = "input_required"
+                    return _finish(direct)(sent.conversation_id, stopped, set(caller.modes))
+                if isinstance(stopped, Paused):
+                    status = "input_required"
         except HubError as exc:
             raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
         assert caller.user_id is not None
         record = await self.records.create(
-            caller.user_id, sent.conversation_id, sent.run_id, sent.after, set(caller.modes)
+            caller.user_id, sent.conversation_id, sent.run_id, sent.after, set(caller.modes), direct
         )
         if shape == CORE_TASKS:
             return mt.CreateTaskResult(task=_core_task(record, status))
-        return TaskHandle(**_task_fields(record, status))
+        awaited = await approvals_awaited(self.conversations.backend, record.run_id, caller.user_id)
+        return TaskHandle(**_task_fields(record, status, waiting_for(awaited[0]) if awaited else None))
+
+    async def _first_stop(self, caller: Caller, sent: Sent) -> Paused | Ended | None:
+        """Where the run first stops for its client: a pause with questions it can show, its end, or (None) a wait
+        for other people's approval, which a task waits out better than a request held open."""
+        driver = PauseDriver(self.conversations, caller, lambda e: e.mode in caller.modes)
+        stopped: Paused | Ended | None = None
+        with anyio.CancelScope() as following:
+
+            async def status(_: str) -> None:
+                if await approvals_awaited(self.conversations.backend, sent.run_id, caller.user_id):
+                    following.cancel()
+
+            stopped = await driver.follow(sent.conversation_id, sent.run_id, sent.after, _later, status=status)
+            if stopped is None:
+                raise MCPError(mt.INTERNAL_ERROR, "The run's stream ended before the run did.")
+        return stopped
 
     # -- what a task is now
 
@@ -140,7 +174,7 @@ class McpTasks:
             ended = await following.follow(record.conversation_id, record.run_id, record.after, _go_on)
         if not isinstance(ended, Ended):
             return Seen("working")  # its end is not in the log yet
-        result = call_result(record.conversation_id, ended, set(record.modes))
+        result = _finish(record.direct)(record.conversation_id, ended, set(record.modes))
         return await self._end(record, Seen("completed", result=_dump(result)))
 
     async def _end(self, record: TaskRecord, seen: Seen) -> Seen:
@@ -290,43 +324,9 @@ class McpTasks:
             MethodBinding("tasks/list", mt.PaginatedRequestParams, self.listed, core),
         ]
 
-    async def core_tasks(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware for 2025-11-25, whose `tools/call` results the SDK reads as `CallToolResult` only: declares
-        the tasks, marks each agent's tool as callable as one, and answers a call with `task` by `CreateTaskResult`."""
-        params: Any = ctx.params or {}
-        if ctx.method == "tools/call" and ctx.protocol_version == CORE_TASKS and params.get("task") is not None:
-            if params.get("name") in self.agents:
-                return await self.start(ctx, params["name"], params.get("arguments") or {}, CORE_TASKS, True)
-        result: Any = await call_next(ctx)
-        if ctx.method == "initialize" and result.get("protocolVersion") == CORE_TASKS:
-            result["capabilities"]["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-        elif ctx.method == "tools/list" and ctx.protocol_version == CORE_TASKS:
-            for tool in result.get("tools", []):
-                tool["execution"] = {"taskSupport": "optional"}
-        return result  # type: ignore[no-any-return]
 
-
-class TasksServerExtension(Extension):
-    """2026-07-28: the extension the hub declares, its methods, and its calls: a client that declares it gets a task
-    where the run pauses (or at once, when it sends `task`); a client retrying a round goes on as a round."""
-
-    identifier = TASKS_EXTENSION
-
-    def __init__(self, tasks: McpTasks) -> None:
-        self.tasks = tasks
-
-    def methods(self) -> list[MethodBinding]:
-        return self.tasks.methods()
-
-    async def intercept_tool_call(
-        self, params: mt.CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        capabilities = ctx.session.client_capabilities
-        declared = TASKS_EXTENSION in ((capabilities.extensions if capabilities else None) or {})
-        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        if not (modern and declared and params.name in self.tasks.agents and params.request_state is None):
-            return await call_next(ctx)
-        return await self.tasks.start(ctx, params.name, params.arguments or {}, "2026-07-28", params.task is not None)
+def _finish(direct: bool) -> Finish:
+    return direct_result if direct else call_result
 
 
 async def _later(_: Paused) -> bool:
