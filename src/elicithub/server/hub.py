@@ -43,11 +43,13 @@ from elicithub.server.dev_sign_in import DevSignIn
 from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
 from elicithub.store import configured_backend
+from elicithub.store.casts import CastFanOut
 from elicithub.surfaces import Surface
 from elicithub.surfaces.a2a.agent import A2aSurface
 from elicithub.surfaces.a2a.tasks import HubTaskStore
 from elicithub.surfaces.audit import AuditPages
 from elicithub.surfaces.chat.agui import AguiSurface
+from elicithub.surfaces.mcp.list_changed import ToolListChanges
 from elicithub.surfaces.mcp.server import McpSurface
 from elicithub.surfaces.mcp.state import Tickets
 from elicithub.surfaces.mcp.task_records import TaskRecords
@@ -99,8 +101,11 @@ class Hub:
         self.backend = backend or configured_backend(config)
         self.store = self.backend.elicitations
         self.metrics = Metrics(config.metrics.enabled)
-        self.live = LiveTurns(self.backend.casts, self.backend.kv, self.instance, self.backend.shared)
+        casts = CastFanOut(self.backend.casts)
+        self.live = LiveTurns(casts, self.backend.kv, self.instance, self.backend.shared)
         """Model turns as they stream, to this hub's readers and other hubs'."""
+        self.tool_changes = ToolListChanges(casts)
+        """Who hears, on every hub, that a person's tools changed (their `/mcp` sessions)."""
         self.stream = RunStream(self.backend.events, self.live)
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.inbox = Inbox(self.backend.events, self.store)
@@ -262,7 +267,14 @@ class Hub:
             self.dev_sign_in,
         )
         self.sign_in_pages = SignInPages(
-            config, self.conversations, self.identity, self.oauth, self.vault, self.links, self.link_tickets
+            config,
+            self.conversations,
+            self.identity,
+            self.oauth,
+            self.vault,
+            self.links,
+            self.link_tickets,
+            self.tool_changes.changed,
         )
 
     def _build_surfaces(self) -> None:
@@ -277,6 +289,7 @@ class Hub:
             self.keys.derive("mcp-request-state"),
             config.elicitation.timeout_s,
             agents,
+            self.tool_changes,
             self.tools if config.mcp_server.tools else None,
             host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
@@ -325,6 +338,7 @@ class Hub:
     async def start(self) -> None:
         await self.backend.open()
         await self.live.start()
+        await self.tool_changes.start()
         await self.broker.start()
         if self.oidc is not None:
             await self.oidc.start()

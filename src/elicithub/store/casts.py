@@ -1,5 +1,6 @@
-"""Casts (`core.ports.Casts`): within one process, for the backends that serve one (memory, SQLite); and the sending
-the shared backends (Redis, Postgres) have in common, written behind in batches."""
+"""Casts (`core.ports.Casts`): within one process, for the backends that serve one (memory, SQLite); the sending the
+shared backends (Redis, Postgres) have in common, written behind in batches; and one store's casts shared by the parts
+of a hub that each listen."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from elicithub.core.ports import CAST_MAX_BYTES
+from elicithub.core.ports import CAST_MAX_BYTES, Casts
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,28 @@ class LocalCasts:
 
     async def listen(self, handler: Callable[[str], None]) -> None:
         self._handlers.append(handler)
+
+
+class CastFanOut:
+    """One store's casts heard by several parts of a hub (model turns as they stream, people's tool listings): the
+    store is listened to once, as it asks, and each message handed to every part, which passes over those that are
+    not its own."""
+
+    def __init__(self, casts: Casts) -> None:
+        self._casts = casts
+        self._handlers: list[Callable[[str], None]] = []
+
+    def send(self, message: str) -> None:
+        self._casts.send(message)
+
+    async def listen(self, handler: Callable[[str], None]) -> None:
+        self._handlers.append(handler)
+        if len(self._handlers) == 1:
+            await self._casts.listen(self._deliver)
+
+    def _deliver(self, message: str) -> None:
+        for handler in self._handlers:
+            deliver(handler, message)
 
 
 class CastSender:

@@ -266,3 +266,57 @@ def test_the_servers_link_reaches_the_client_and_its_answer_goes_back(
         assert text(result) == "The user chose accept at the link." and not result.is_error
 
     asyncio.run(go())
+
+
+def test_a_rounds_state_goes_on_with_its_own_call_alone(gateway_hub: HubFactory, mrtr_server: McpProcess) -> None:
+    gateway = gateway_hub()
+    arguments = {"name": "stated"}
+
+    async def retry(client: Any, tool: str, state: str | None, responses: Any = None) -> Any:
+        return await client.session.call_tool(
+            tool, arguments, input_responses=responses, request_state=state, allow_input_required=True
+        )
+
+    async def refusal(client: Any, tool: str, state: str, responses: Any) -> tuple[int, str]:
+        with pytest.raises(MCPError) as refused:
+            await retry(client, tool, state, responses)
+        return refused.value.error.code, refused.value.error.message
+
+    async def go() -> None:
+        async with connected(gateway, "2026-07-28") as (client, _):
+            first = await retry(client, "mrtr.provision", None)
+            assert isinstance(first, mt.InputRequiredResult) and first.request_state
+            [key] = list(first.input_requests or {})
+            answers = {key: mt.ElicitResult(action="accept", content={"region": "eu-west-1"})}
+            # Another tool's call, a tool no server has: refused alike, and nothing is answered.
+            other = await refusal(client, "mrtr.deploy", first.request_state, answers)
+            assert await refusal(client, "nosuch.tool", first.request_state, answers) == other
+            done = await retry(client, "mrtr.provision", first.request_state, answers)
+        assert isinstance(done, mt.CallToolResult) and text(done) == "Provisioned stated in eu-west-1."
+
+    asyncio.run(go())
+    assert provisioned(mrtr_server)["stated"] == 1
+
+
+def test_a_direct_call_is_a_conversation_of_its_own_forgotten_once_idle_past_retention(
+    gateway_hub: HubFactory,
+) -> None:
+    # Each call is a run in a conversation of its own (two calls at once in one conversation would supersede each
+    # other); its client is never told it, its owner sees its questions there, and it goes as any conversation does.
+    gateway = gateway_hub(conversations={"retention_s": 1e-6})  # idle past it as soon as it is written
+
+    async def go() -> tuple[str, mt.CallToolResult]:
+        with InboxStream(gateway.url, token("alice")) as alice:
+            assert alice.started() == []
+            async with connected(gateway, "legacy") as (client, _):
+                result = await client.call_tool("mrtr.provision", {"name": "kept-briefly"})
+            added = await asyncio.to_thread(alice.until, "inbox-added")
+        assert added["context"]["serverId"] == "mrtr" and added["context"]["toolName"] == "provision"
+        return str(added["conversationId"]), result
+
+    conversation, result = asyncio.run(go())
+    assert result.structured_content is None or "conversationId" not in result.structured_content
+    gateway.on_loop(gateway.hub.sweep())  # the pass the hub makes every few seconds, now
+    assert len(gateway.hub.conversations.runner.histories) == 0
+    with gateway.client() as owner:
+        assert owner.get(f"/run/api/conversations/{conversation}").status_code == 404

@@ -6,6 +6,7 @@ tasks still gets its approved calls made."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,8 +52,13 @@ def two_hubs(make_hub: HubFactory, ops: OpsServer, redis_url: str) -> tuple[Runn
     return approving_hub(make_hub, ops, store=store), approving_hub(make_hub, ops, store=store)
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [("ops.restart", RESTART), ("assistant", {"message": f"/call ops.restart {json.dumps(RESTART)}"})],
+    ids=["direct", "agent"],
+)
 def test_a_task_capable_clients_call_waits_for_the_approval_on_another_hub_as_a_task_that_says_whom(
-    two_hubs: tuple[RunningHub, RunningHub], ops: OpsServer
+    two_hubs: tuple[RunningHub, RunningHub], ops: OpsServer, tool: str, arguments: dict[str, Any]
 ) -> None:
     a, b = two_hubs
 
@@ -60,9 +66,7 @@ def test_a_task_capable_clients_call_waits_for_the_approval_on_another_hub_as_a_
         with InboxStream(b.url, PEOPLE["bob"]) as bob:
             assert bob.started() == []
             async with tasks_client(a) as (client, asked):
-                handle = await client.session.call_tool(
-                    "ops.restart", RESTART, allow_input_required=True, allow_claimed=True
-                )
+                handle = await client.session.call_tool(tool, arguments, allow_input_required=True, allow_claimed=True)
                 # Nothing for alice to answer: a task, working, that says whom it waits for.
                 assert isinstance(handle, TaskHandle), handle
                 assert (handle.status, handle.status_message) == ("working", WAITING)

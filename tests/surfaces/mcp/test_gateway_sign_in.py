@@ -14,6 +14,7 @@ from mcp.client import ClientRequestContext
 
 from tests.auth.conftest import Browser, TrackerProcess, tracker_entry
 from tests.auth.conftest import tracker as tracker  # the fixture, shared with the sign-in tests
+from tests.auth.test_user_scoped_tools import bare
 from tests.conftest import HubFactory, RunningHub
 from tests.surfaces.mcp.test_server import connected, text
 
@@ -112,3 +113,18 @@ def test_a_token_the_server_refuses_asks_the_caller_to_sign_in_again_once(
     assert third.is_error and text(third) == NOT_PROVIDED
     with signing_hub.client() as chat:
         assert chat.get("/healthz").json()["pendingElicitations"] == 0
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_connect_of_a_server_nobody_listed_signs_in_and_says_its_tools_though_the_listing_changed_meanwhile(
+    make_hub: HubFactory, tracker: TrackerProcess, alice: Person, mode: str
+) -> None:
+    # The sign-in lists the server's tools in place of `tracker.connect`; the call that asked goes on regardless
+    # (for 2026-07-28, its retry, whose state is sealed for it).
+    hub = make_hub(mcp_servers=[bare(tracker)])
+    result = asyncio.run(alice.call(hub, mode, "tracker.connect", {}))
+    assert not result.is_error, text(result)
+    said = text(result)
+    assert said.startswith("Your Tracker account is connected. Its tools: ")
+    assert "tracker.list_issues" in said and "tracker.create_issue" in said
+    assert len(alice.links) == 1

@@ -3,9 +3,9 @@ calls it as an agent would, with no model in between.
 
 The tools are the ones an agent is offered, listed with the caller's own context (`Tools.list_tools`): `SERVER.TOOL`
 as its server gives it, `AGENT.send_message` for an A2A agent, and for a user-scoped server the caller has not
-signed in to, its configured `tools:` or `SERVER.connect`. The list comes in pages of `PAGE` tools. A call of a tool
-the caller is not offered (no server has it, or the caller may not use it) is refused as an unknown tool, the same
-error either way.
+signed in to, its configured `tools:` or `SERVER.connect`. The list comes in pages of `PAGE` tools, and a session
+that listed it hears when it changes (surfaces/mcp/list_changed.py). A call of a tool the caller is not offered (no
+server has it, or the caller may not use it) is refused as an unknown tool, the same error either way.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ from typing import Any
 
 import mcp_types as mt
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, Tools
 from elicithub.surfaces.gates import user_of
+from elicithub.surfaces.mcp.list_changed import ToolListChanges
 
 PAGE = 100
 """Tools per `tools/list` page; past it, the result has a `nextCursor`."""
@@ -31,25 +34,44 @@ Direct = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitab
 
 class Gateway:
     """`agents`: the agents' tools; `tools`: whatever runs the agents' tools (None: `/mcp` offers the agents only);
-    `direct`: how a call of a downstream tool is made."""
+    `direct`: how a call of a downstream tool is made; `changes`: who hears that a person's tools changed."""
 
     def __init__(
-        self, agents: set[str], tools: Tools | None, user_for: Callable[[str], str | None], direct: Direct
+        self,
+        agents: set[str],
+        tools: Tools | None,
+        user_for: Callable[[str], str | None],
+        direct: Direct,
+        changes: ToolListChanges,
     ) -> None:
         self.agents = agents
         self.tools = tools
         self.user_for = user_for
         self.direct = direct
+        self.changes = changes
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """`tools/list` gets the downstream tools after the agents' (the SDK's own listing), paged; `tools/call` of
-        a downstream tool is made directly, and of a tool the caller is not offered refused before anything runs."""
+        a downstream tool is made directly, and of a tool the caller is not offered refused before anything runs;
+        the caller's sessions hear when their tools change."""
         params: Any = ctx.params or {}
+        user = user_of(getattr(ctx.request, "headers", None), self.user_for)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if ctx.method == "subscriptions/listen" and modern and self.tools is not None and user is not None:
+            listening = mt.SubscriptionsListenRequestParams.model_validate(params)
+            return await ListenHandler(self.changes.bus(user))(ctx, listening)
+        if ctx.method == "initialize" and self.tools is not None:
+            result: Any = await call_next(ctx)
+            result["capabilities"].setdefault("tools", {})["listChanged"] = True
+            return result  # type: ignore[no-any-return]
         if ctx.method == "tools/call":
             name = params.get("name")
             if name in self.agents:
                 return await call_next(ctx)
-            if not await self._offered(ctx, name):
+            # A round's retry goes on with a call let through when it began (its state, which the SDK's boundary
+            # checked, was sealed for this tool, these arguments and this caller): what the caller may use may have
+            # changed since, by that very call's sign-in.
+            if params.get("requestState") is None and not await self._offered(ctx, name):
                 raise MCPError(mt.INVALID_PARAMS, f"Unknown tool: {name}")
             arguments = params.get("arguments") or {}
             if not isinstance(arguments, dict):
@@ -58,16 +80,18 @@ class Gateway:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         start = _offset(params.get("cursor"))
-        result = await call_next(ctx)
-        assert isinstance(result, dict)  # the SDK's listing, serialized
-        listed = [*result.get("tools", []), *await self._downstream(ctx)]
+        listing = await call_next(ctx)
+        assert isinstance(listing, dict)  # the SDK's listing, serialized
+        if self.tools is not None and user is not None and not modern:
+            self.changes.listed(user, ctx.session)
+        listed = [*listing.get("tools", []), *await self._downstream(ctx)]
         if start > len(listed):
             raise MCPError(mt.INVALID_PARAMS, "This cursor is not one of this list's.")
-        result["tools"] = listed[start : start + PAGE]
-        result.pop("nextCursor", None)
+        listing["tools"] = listed[start : start + PAGE]
+        listing.pop("nextCursor", None)
         if start + PAGE < len(listed):
-            result["nextCursor"] = str(start + PAGE)
-        return result
+            listing["nextCursor"] = str(start + PAGE)
+        return listing
 
     async def _downstream(self, ctx: ServerRequestContext[Any, Any]) -> list[dict[str, Any]]:
         return [_wire(spec) for spec in await self._specs(ctx)]

@@ -43,6 +43,7 @@ from elicithub.surfaces.mcp.asking import (
     modes_of,
 )
 from elicithub.surfaces.mcp.gateway import Gateway
+from elicithub.surfaces.mcp.list_changed import ToolListChanges
 from elicithub.surfaces.mcp.session_end import SessionEnd
 from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, digest
 from elicithub.surfaces.mcp.task_calls import CoreTasks, TasksServerExtension, may_be_task
@@ -68,11 +69,13 @@ class McpSurface:
         state_key: bytes,
         timeout_s: float,
         agents: dict[str, str],
+        changes: ToolListChanges,
         tools: Tools | None = None,
         host: str = "127.0.0.1",
     ) -> None:
-        """`tools`: the downstream tools `/mcp` offers too (None: the agents only). `host`: where clients reach the
-        hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
+        """`changes`: who hears that a person's tools changed; `tools`: the downstream tools `/mcp` offers too (None:
+        the agents only). `host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding
+        check is on."""
         self.conversations = conversations
         self.tickets = tickets
         self.user_for = bearer.user_for
@@ -80,7 +83,7 @@ class McpSurface:
             keys=[state_key], ttl=timeout_s, bind_principal=self._principal, audience="elicithub"
         )
         self.tasks = McpTasks(conversations, task_records, bearer.user_for, set(agents))
-        gateway = Gateway(set(agents), tools, bearer.user_for, self._direct)
+        gateway = Gateway(set(agents), tools, bearer.user_for, self._direct, changes)
         self.server = MCPServer(
             "elicithub",
             version=__version__,

@@ -71,8 +71,10 @@ class SignInPages:
         vault: Vault,
         links: LinkSigner,
         link_tickets: LinkTickets,
+        connected: Callable[[str], None],
     ) -> None:
-        """`identity`: the user of a request (raises HTTPException for a bad bearer token)."""
+        """`identity`: the user of a request (raises HTTPException for a bad bearer token); `connected`: hears of each
+        account a person connects, by their user id (the tools they may use may change with it)."""
         self.config = config
         self.conversations = conversations
         self.identity = identity
@@ -80,6 +82,7 @@ class SignInPages:
         self.vault = vault
         self.links = links
         self.link_tickets = link_tickets
+        self.connected = connected
         self.router = APIRouter(include_in_schema=False)
         self.router.add_api_route(CLIENT_METADATA_PATH, self.client_metadata, methods=["GET"])
         self.router.add_api_route("/auth/connect", self.connect, methods=["GET"])
@@ -202,6 +205,7 @@ class SignInPages:
         await self.vault.save_credential(server.id, sign_in.user_id, credential)
         log.info("user connected %s for elicitation %s", server.id, elicitation.id)
         outcome = await self.conversations.complete_sign_in(elicitation, connected=True)
+        self.connected(sign_in.user_id)
         return _page(
             200,
             f"Connected {server.display_name}",
