@@ -15,7 +15,7 @@ import pytest
 
 from elicithub.core.ports import CAST_MAX_BYTES, Backend
 from elicithub.store import open_backend
-from elicithub.store.casts import MAX_WAITING
+from elicithub.store.casts import MAX_WAITING, CastFanOut
 from tests.conftest import free_port
 from tests.core_fixtures import DEADLINE_S, PostgresServer, RedisServer, until
 
@@ -236,3 +236,27 @@ async def test_close_sends_what_waits_then_stops_listening_and_sending(shared_ur
     await a.close()
     assert "from a" not in heard_b.messages  # it had stopped listening
     assert asyncio.all_tasks() - before == set()
+
+
+@pytest.mark.parametrize("store", ["redis", "postgres"])
+async def test_the_parts_of_a_hub_that_listen_each_hear_every_cast_in_order(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    # A backend is listened to once (Postgres keeps one listener); the fan-out hands each cast to every part.
+    url = request.getfixturevalue("redis_url" if store == "redis" else "postgres_url")
+    hub, other = open_backend(url), open_backend(url)
+    try:
+        casts = CastFanOut(hub.casts)
+        turns, tools = Heard(), Heard()
+        await casts.listen(turns)
+        await casts.listen(tools)
+        sent = [f"cast {i}" for i in range(50)]
+        for message in sent:
+            other.casts.send(message)
+        casts.send("own")
+        for part in (turns, tools):
+            heard = await part.count(51)
+            assert [m for m in heard if m != "own"] == sent and heard.count("own") == 1
+    finally:
+        await hub.close()
+        await other.close()

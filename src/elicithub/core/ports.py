@@ -211,7 +211,8 @@ class EventLog(Protocol):
 
 class Casts(Protocol):
     """Messages passed as they are sent to every instance sharing the store, kept nowhere: what a model turn says
-    while it streams (runtime/live.py), and a request to stop one. Best effort: an instance that is not listening
+    while it streams (runtime/live.py), a request to stop one, and that a person's tools changed (their `/mcp`
+    sessions are told: surfaces/mcp/list_changed.py). Best effort: an instance that is not listening
     when a message is sent never gets it; what must not be lost goes to the event log instead."""
 
     def send(self, message: str) -> None:

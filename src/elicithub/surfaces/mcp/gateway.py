@@ -55,9 +55,8 @@ class Gateway:
         a downstream tool is made directly, and of a tool the caller is not offered refused before anything runs;
         the caller's sessions hear when their tools change."""
         params: Any = ctx.params or {}
-        user = user_of(getattr(ctx.request, "headers", None), self.user_for)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        if ctx.method == "subscriptions/listen" and modern and self.tools is not None and user is not None:
+        if ctx.method == "subscriptions/listen" and modern and (user := self._user(ctx)) is not None:
             listening = mt.SubscriptionsListenRequestParams.model_validate(params)
             return await ListenHandler(self.changes.bus(user))(ctx, listening)
         if ctx.method == "initialize" and self.tools is not None:
@@ -82,7 +81,7 @@ class Gateway:
         start = _offset(params.get("cursor"))
         listing = await call_next(ctx)
         assert isinstance(listing, dict)  # the SDK's listing, serialized
-        if self.tools is not None and user is not None and not modern:
+        if not modern and (user := self._user(ctx)) is not None:
             self.changes.listed(user, ctx.session)
         listed = [*listing.get("tools", []), *await self._downstream(ctx)]
         if start > len(listed):
@@ -105,9 +104,13 @@ class Gateway:
         specs = await self._specs(ctx)
         return any(s.name == name or (s.stands_in and s.name.partition(".")[0] == prefix) for s in specs)
 
+    def _user(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        """The request's user, when `/mcp` offers downstream tools (else nobody's tools change)."""
+        return None if self.tools is None else user_of(getattr(ctx.request, "headers", None), self.user_for)
+
     async def _specs(self, ctx: ServerRequestContext[Any, Any]) -> list[ToolSpec]:
         """The downstream tools the request's user is offered, as an agent is (none without a user)."""
-        user = user_of(getattr(ctx.request, "headers", None), self.user_for)
+        user = self._user(ctx)
         if self.tools is None or user is None:
             return []
         return await self.tools.list_tools(CallContext("", "", user, supports_elicitation=False, surface="mcp"))

@@ -1,11 +1,13 @@
-"""The hub's agents' calls as MCP tasks, in both shapes, answered by any instance sharing the store.
+"""The hub's agents' calls as MCP tasks, in both shapes, answered by any instance sharing the store (and, for
+2026-07-28, the gateway's direct calls of downstream tools, whose result is their server's).
 
-2026-07-28 (the extension `io.modelcontextprotocol/tasks`, declared per request): a call whose run pauses becomes a
-task (at once, when the client sends `task`); `tasks/get` shows the run's open questions keyed by elicitation id,
-`tasks/update` answers them, `tasks/cancel` ends them. 2025-11-25 (core tasks): `tools/call` with `task` answers
-`CreateTaskResult`; `tasks/result` waits for the run, asking its questions as related-task `elicitation/create` on
-its own stream; `tasks/get`, `tasks/cancel` and `tasks/list` as there. A task's status is read from the run and its
-questions each time (surfaces/mcp/task_records.py keeps only whose run it is, and its end once seen).
+2026-07-28 (the extension `io.modelcontextprotocol/tasks`, declared per request): a call whose run pauses, or waits
+for other people's approval, becomes a task (at once, when the client sends `task`); `tasks/get` shows the run's open
+questions keyed by elicitation id, `tasks/update` answers them, `tasks/cancel` ends them. 2025-11-25 (core tasks):
+`tools/call` with `task` answers `CreateTaskResult`; `tasks/result` waits for the run, asking its questions as
+related-task `elicitation/create` on its own stream; `tasks/get`, `tasks/cancel` and `tasks/list` as there. A task's
+status is read from the run and its questions each time (surfaces/mcp/task_records.py keeps only whose run it is,
+and its end once seen). Where a call becomes a task: surfaces/mcp/task_calls.py.
 """
 
 from __future__ import annotations
