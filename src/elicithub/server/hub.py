@@ -291,6 +291,7 @@ class Hub:
             agents,
             self.tool_changes,
             self.tools if config.mcp_server.tools else None,
+            connectable={s.id for s in config.mcp_servers if s.credential_scope == "user"},
             host=urlsplit(config.public_url).hostname or "127.0.0.1",
         )
         self.a2a = A2aSurface(

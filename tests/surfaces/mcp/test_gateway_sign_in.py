@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as mt
 import pytest
 from mcp.client import ClientRequestContext
+from mcp.shared.exceptions import MCPError
 
 from tests.auth.conftest import Browser, TrackerProcess, tracker_entry
 from tests.auth.conftest import tracker as tracker  # the fixture, shared with the sign-in tests
@@ -30,8 +31,9 @@ class Person:
     """Alice at her MCP client: each url question is a sign-in she completes in a browser of her own (a new one each
     time, as after a restart), then her client answers `accept`; `refuse` makes her client decline instead."""
 
-    def __init__(self, refuse: bool = False) -> None:
+    def __init__(self, refuse: bool = False, user: str = "alice") -> None:
         self.refuse = refuse
+        self.user = user
         self.links: list[str] = []
         self.completed: list[str] = []  # notifications/elicitation/complete (2025-11-25)
         self.browsers: list[Browser] = []
@@ -41,7 +43,7 @@ class Person:
         self.links.append(params.url)
         if self.refuse:
             return mt.ElicitResult(action="decline")
-        browser = Browser()
+        browser = Browser(self.user)
         self.browsers.append(browser)
         page = await asyncio.to_thread(browser.sign_in, params.url)
         assert "Connected" in page.text, page.text
@@ -53,7 +55,7 @@ class Person:
 
     async def call(self, hub: RunningHub, mode: str, tool: str, arguments: dict[str, Any]) -> mt.CallToolResult:
         kw: dict[str, Any] = {"elicitation_callback": self.on_elicit, "message_handler": self.on_message}
-        async with connected(hub, mode, **kw) as (client, _):
+        async with connected(hub, mode, self.user, **kw) as (client, _):
             return await client.call_tool(tool, arguments)
 
     def close(self) -> None:
@@ -128,3 +130,38 @@ def test_connect_of_a_server_nobody_listed_signs_in_and_says_its_tools_though_th
     assert said.startswith("Your Tracker account is connected. Its tools: ")
     assert "tracker.list_issues" in said and "tracker.create_issue" in said
     assert len(alice.links) == 1
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_connect_stays_callable_for_whoever_has_not_signed_in_after_another_persons_sign_in_listed_the_tools(
+    make_hub: HubFactory, tracker: TrackerProcess, alice: Person, mode: str
+) -> None:
+    # Bob's client listed `tracker.connect` before alice's sign-in listed the tracker's tools for everyone: the
+    # name it holds is still his way to sign in, not an unknown tool.
+    hub = make_hub(mcp_servers=[bare(tracker)])
+
+    async def bobs_listing() -> set[str]:
+        async with connected(hub, mode, "bob") as (client, _):
+            return {t.name for t in (await client.list_tools()).tools}
+
+    assert "tracker.connect" in asyncio.run(bobs_listing())
+    assert not asyncio.run(alice.call(hub, mode, "tracker.connect", {})).is_error
+    assert "tracker.connect" not in asyncio.run(bobs_listing())
+    bob = Person(user="bob")
+    try:
+        result = asyncio.run(bob.call(hub, mode, "tracker.connect", {}))
+    finally:
+        bob.close()
+    assert not result.is_error, text(result)
+    assert text(result).startswith("Your Tracker account is connected. Its tools: ")
+    assert len(bob.links) == 1 and len(alice.links) == 1
+
+    # Without a user-scoped server behind it, `SERVER.connect` is as unknown as any other name.
+    async def call_unknown() -> MCPError:
+        async with connected(hub, mode, "bob") as (client, _):
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("nothing.connect", {})
+        return refused.value
+
+    refused = asyncio.run(call_unknown())
+    assert (refused.code, refused.message) == (mt.INVALID_PARAMS, "Unknown tool: nothing.connect")

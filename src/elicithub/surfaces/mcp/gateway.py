@@ -23,6 +23,7 @@ from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, Tools
 from elicithub.surfaces.gates import user_of
 from elicithub.surfaces.mcp.list_changed import ToolListChanges
+from elicithub.triggers.mcp.catalogue import CONNECT
 
 PAGE = 100
 """Tools per `tools/list` page; past it, the result has a `nextCursor`."""
@@ -34,7 +35,8 @@ Direct = Callable[[ServerRequestContext[Any, Any], str, dict[str, Any]], Awaitab
 
 class Gateway:
     """`agents`: the agents' tools; `tools`: whatever runs the agents' tools (None: `/mcp` offers the agents only);
-    `direct`: how a call of a downstream tool is made; `changes`: who hears that a person's tools changed."""
+    `direct`: how a call of a downstream tool is made; `changes`: who hears that a person's tools changed;
+    `connectable`: the user-scoped servers, whose `SERVER.connect` stays callable once their tools are listed."""
 
     def __init__(
         self,
@@ -43,8 +45,10 @@ class Gateway:
         user_for: Callable[[str], str | None],
         direct: Direct,
         changes: ToolListChanges,
+        connectable: frozenset[str] = frozenset(),
     ) -> None:
         self.agents = agents
+        self.connectable = connectable
         self.tools = tools
         self.user_for = user_for
         self.direct = direct
@@ -97,11 +101,15 @@ class Gateway:
 
     async def _offered(self, ctx: ServerRequestContext[Any, Any], name: object) -> bool:
         """Whether the caller may call `name`: a listed tool, or any tool of a server listed as `SERVER.connect`
-        (its sign-in may show it), as an agent may."""
+        (its sign-in may show it), as an agent may; and a user-scoped server's `SERVER.connect` once another
+        person's sign-in listed its tools in its place (a client may still hold the name, and it still signs in
+        whoever has not)."""
         if not isinstance(name, str):
             return False
-        prefix = name.partition(".")[0]
+        prefix, _, tool = name.partition(".")
         specs = await self._specs(ctx)
+        if tool == CONNECT and prefix in self.connectable:
+            return any(s.name.partition(".")[0] == prefix for s in specs)
         return any(s.name == name or (s.stands_in and s.name.partition(".")[0] == prefix) for s in specs)
 
     def _user(self, ctx: ServerRequestContext[Any, Any]) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Annotated, Any
 
 import anyio
@@ -71,11 +71,12 @@ class McpSurface:
         agents: dict[str, str],
         changes: ToolListChanges,
         tools: Tools | None = None,
+        connectable: Collection[str] = (),
         host: str = "127.0.0.1",
     ) -> None:
         """`changes`: who hears that a person's tools changed; `tools`: the downstream tools `/mcp` offers too (None:
-        the agents only). `host`: where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding
-        check is on."""
+        the agents only); `connectable`: the user-scoped servers, whose `SERVER.connect` signs a person in. `host`:
+        where clients reach the hub (public_url's); on loopback the SDK's DNS-rebinding check is on."""
         self.conversations = conversations
         self.tickets = tickets
         self.user_for = bearer.user_for
@@ -83,7 +84,7 @@ class McpSurface:
             keys=[state_key], ttl=timeout_s, bind_principal=self._principal, audience="elicithub"
         )
         self.tasks = McpTasks(conversations, task_records, bearer.user_for, set(agents))
-        gateway = Gateway(set(agents), tools, bearer.user_for, self._direct, changes)
+        gateway = Gateway(set(agents), tools, bearer.user_for, self._direct, changes, frozenset(connectable))
         self.server = MCPServer(
             "elicithub",
             version=__version__,
