@@ -140,7 +140,13 @@ class McpSurface:
         async def start(caller: Caller) -> Sent:
             return await self.conversations.call(caller, name, arguments)
 
-        return await self._follow(start, direct_result, arguments, ctx)
+        result = await self._follow(start, direct_result, arguments, ctx)
+        if (ctx.protocol_version or "") >= MRTR:
+            # The gateway answers ahead of the SDK's pipeline, which stamps every 2026-07-28 result with the server's
+            # own serverInfo: the hub stamps its own here.
+            stamp = mt.Implementation(name=self.server.name, version=__version__)
+            result.meta = {**(result.meta or {}), mt.SERVER_INFO_META_KEY: stamp.model_dump(exclude_none=True)}
+        return result
 
     async def _follow(
         self, start: Start, finish: Finish, arguments: dict[str, Any], ctx: Context
