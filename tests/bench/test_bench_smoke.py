@@ -97,3 +97,11 @@ def test_the_floor_benchmark_runs_every_mode() -> None:
     out = run("floor.py", "--n", "2", "--warmup", "1", "--floors", "default,fresh")
     modes = [line.split(" | ")[0].removeprefix("| ") for line in out.splitlines() if line.startswith("| ")][1:]
     assert modes == ["direct", "direct-open", "floor[default]", "floor[fresh]", "hub-memory", "hub-sqlite"], out
+
+
+def test_the_gateway_benchmark_runs_every_way_in_both_eras() -> None:
+    out = run("gateway.py", "--n", "3", "--warmup", "1", "--block", "3")
+    for era in ("2026-07-28", "2025-11-25"):
+        for way in ("direct", "gateway", "agent tool", "bare SDK proxy"):
+            assert f"| {way} ({era}) |" in out, out
+    assert "CPU milliseconds per call" in out and "| gateway | " in out, out

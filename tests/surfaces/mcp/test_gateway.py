@@ -147,6 +147,9 @@ def test_a_call_returns_the_downstream_result_as_given(gateway_hub: HubFactory, 
         assert asked == []
         assert result.structured_content == {"count": 3} and not result.is_error
         assert [b.model_dump(exclude_none=True) for b in result.content] == [{"type": "text", "text": "3"}]
+        # The hub answers this client: a 2026-07-28 result is stamped with its serverInfo, never the server's.
+        stamp = (result.meta or {}).get(mt.SERVER_INFO_META_KEY)
+        assert (stamp or {}).get("name") == ("elicithub" if mode == "2026-07-28" else None)
 
     asyncio.run(go())
 

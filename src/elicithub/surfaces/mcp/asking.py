@@ -68,7 +68,10 @@ def direct_result(_: str, ended: Ended, __: set[str]) -> mt.CallToolResult:
     approved, or its run failed) the hub's reason, as an error."""
     call = ended.last_call
     if call is not None and call.result is not None:
-        return mt.CallToolResult.model_validate(call.result)
+        # The downstream server's serverInfo stamp names that server, and the hub answers this client: the SDK
+        # stamps the hub's own (2026-07-28) only where the result has none.
+        meta = {k: v for k, v in (call.result.get("_meta") or {}).items() if k != mt.SERVER_INFO_META_KEY}
+        return mt.CallToolResult.model_validate({**call.result, "_meta": meta or None})
     text = call.text if call is not None else ended.text
     return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=call is None or call.is_error)
 

@@ -145,7 +145,13 @@ class McpSurface:
         if may_be_task(request, params):
             return await self.tasks.start(request, start, "2026-07-28", params.task is not None, direct=True)
         ctx: Context = Context(request_context=request, mcp_server=self.server, input_params=params)
-        return await self._follow(start, direct_result, arguments, ctx)
+        result = await self._follow(start, direct_result, arguments, ctx)
+        if (ctx.protocol_version or "") >= MRTR:
+            # The gateway answers ahead of the SDK's pipeline, which stamps every 2026-07-28 result with the server's
+            # own serverInfo: the hub stamps its own here.
+            stamp = mt.Implementation(name=self.server.name, version=__version__)
+            result.meta = {**(result.meta or {}), mt.SERVER_INFO_META_KEY: stamp.model_dump(exclude_none=True)}
+        return result
 
     async def _follow(
         self, start: Start, finish: Finish, arguments: dict[str, Any], ctx: Context
