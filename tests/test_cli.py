@@ -87,6 +87,17 @@ def test_config_check_shows_the_slack_app(tmp_path: Path) -> None:
     ) in result.stdout.splitlines()
 
 
+def test_config_check_shows_the_teams_bot(tmp_path: Path) -> None:
+    users = "{0a1b2c3d-0000-4000-8000-0000000000aa: alice}"
+    path = write(tmp_path, f"teams: {{tenant_id: 6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f, users: {users}}}\n")
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "  teams       POST /teams/api/messages, agent assistant, mapped Teams users: 1, "
+        "secrets from $TEAMS_APP_ID and $TEAMS_APP_PASSWORD"
+    ) in result.stdout.splitlines()
+
+
 def test_config_check_shows_the_identity_provider(tmp_path: Path) -> None:
     oidc = "{issuer: https://login.example.com/realms/acme, audience: elicithub}"
     path = write(tmp_path, f"auth: {{oidc: {oidc}, anonymous: false}}\n")

@@ -282,6 +282,30 @@ def test_slack_section_names_its_bad_keys() -> None:
     assert error_of({"slack": {"agent": "nobody"}}) == "slack.agent: no agent nobody"
 
 
+TENANT = "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f"
+ALICE_OID = "0A1B2C3D-0000-4000-8000-00000000A11C"
+
+
+def test_teams_section_takes_names_of_variables_and_names_its_bad_keys() -> None:
+    config = parse_config({"teams": {"tenant_id": TENANT, "users": {ALICE_OID: "alice"}}})
+    teams = config.teams
+    assert teams is not None and (teams.app_id_env, teams.app_password_env) == ("TEAMS_APP_ID", "TEAMS_APP_PASSWORD")
+    assert teams.users == {ALICE_OID.lower(): "alice"}  # as Teams writes object ids
+    assert teams.login_url == "https://login.microsoftonline.com/" and teams.service_url is None
+    assert teams.openid_metadata_url == "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    assert parse_config({}).teams is None
+    assert error_of({"teams": {}}) == "teams.tenant_id: is required"
+    assert error_of({"teams": {"tenant_id": "acme"}}).startswith("teams.tenant_id:")
+    assert error_of({"teams": {"tenant_id": TENANT, "app_password": "s3cret"}}) == "teams.app_password: unknown key"
+    assert "teams.users: 'alice' is not a Teams user's Entra object id" in error_of(
+        {"teams": {"tenant_id": TENANT, "users": {"alice": "alice"}}}
+    )
+    assert error_of({"teams": {"tenant_id": TENANT, "users": {ALICE_OID: ""}}}).startswith("teams.users:")
+    assert error_of({"teams": {"tenant_id": TENANT, "login_url": "login"}}).startswith("teams.login_url:")
+    assert error_of({"teams": {"tenant_id": TENANT, "service_url": "smba"}}).startswith("teams.service_url:")
+    assert error_of({"teams": {"tenant_id": TENANT, "agent": "nobody"}}) == "teams.agent: no agent nobody"
+
+
 def agent(**fields: Any) -> dict[str, Any]:
     return {"id": "travel", "url": "http://127.0.0.1:9300", **fields}
 

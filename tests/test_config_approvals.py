@@ -83,12 +83,18 @@ def test_a_group_name_and_its_members_are_checked() -> None:
     assert "groups.o p: not a group name" in error_of(config(groups={"o p": ["carol"]}))
 
 
-def test_users_are_known_from_users_groups_admins_slack_and_the_demo() -> None:
+def test_users_are_known_from_users_groups_admins_slack_teams_and_the_demo() -> None:
     for extra in (
         {"users": [*USERS, {"id": "mallory", "token": "mallory-secret"}]},
         {"groups": {"ops": ["carol"], "audit": ["mallory"]}},
         {"admins": ["mallory"]},
         {"slack": {"users": {"U012ABC": "mallory"}}},
+        {
+            "teams": {
+                "tenant_id": "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f",
+                "users": {"0a1b2c3d-0000-4000-8000-0000000000aa": "mallory"},
+            }
+        },
     ):
         policies = [{"tools": ["deploy.*"], "approvers": {"users": ["mallory"]}}]
         assert parse_config({**config(approvals=policies), **extra}).approvals

@@ -1,5 +1,5 @@
-"""What a process imports: a hub imports the libraries of a store, Slack, telemetry or the demo only when its config
-uses them, and the command's help and `config check` import no server (each import costs every start CPU)."""
+"""What a process imports: a hub imports the libraries of a store, Slack, Teams, telemetry or the demo only when its
+config uses them, and the command's help and `config check` import no server (each import costs every start CPU)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ OPTIONAL = (
     "elicithub.store.redis",
     "elicithub.store.postgres",
     "elicithub.surfaces.slack",
+    "microsoft_teams",
+    "msal",
+    "elicithub.surfaces.teams",
     "elicithub.demo.deploy",
     "elicithub.demo.tracker",
     "elicithub.demo.travel",
@@ -29,7 +32,7 @@ OPTIONAL = (
     "anthropic",
     "google.genai",
 )
-"""What a hub on SQLite without Slack, telemetry, the demo or a provider's model does without."""
+"""What a hub on SQLite without Slack, Teams, telemetry, the demo or a provider's model does without."""
 
 PROVIDERS = ("pydantic_ai", "openai", "anthropic", "google.genai")
 
@@ -66,7 +69,7 @@ def hub_imports(config: dict[str, object], cwd: Path) -> list[str]:
     return imported(HUB.format(config=repr(config)), OPTIONAL, cwd)
 
 
-def test_a_sqlite_hub_imports_no_other_store_slack_telemetry_or_demo(tmp_path: Path) -> None:
+def test_a_sqlite_hub_imports_no_other_store_slack_teams_telemetry_or_demo(tmp_path: Path) -> None:
     assert hub_imports({"store": {"url": f"sqlite:///{tmp_path}/hub.db"}}, tmp_path) == []
 
 
@@ -92,6 +95,16 @@ def test_a_hub_with_slack_configured_imports_slack(tmp_path: Path) -> None:
     )
     found = imported(run, OPTIONAL, tmp_path)
     assert {"slack_bolt", "elicithub.surfaces.slack"} <= set(found)
+
+
+def test_a_hub_with_teams_configured_imports_the_teams_sdk_and_not_slack(tmp_path: Path) -> None:
+    teams = {"tenant_id": "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f"}
+    run = "import os\nos.environ.update(TEAMS_APP_ID='app', TEAMS_APP_PASSWORD='secret')\n" + HUB.format(
+        config=repr({"store": {"url": "memory://"}, "teams": teams})
+    )
+    found = imported(run, OPTIONAL, tmp_path)
+    assert {"microsoft_teams.apps", "microsoft_teams.cards", "elicithub.surfaces.teams"} <= set(found)
+    assert not {m for m in found if m.startswith(("slack_bolt", "slack_sdk", "elicithub.surfaces.slack"))}
 
 
 CLI = """

@@ -228,6 +228,12 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
             f"  slack       POST /slack/events, agent {slack.agent}, mapped Slack users: {len(slack.users)}, "
             f"secrets from ${slack.bot_token_env} and ${slack.signing_secret_env}"
         )
+    if loaded.teams is not None:
+        teams = loaded.teams
+        typer.echo(
+            f"  teams       POST /teams/api/messages, agent {teams.agent}, mapped Teams users: {len(teams.users)}, "
+            f"secrets from ${teams.app_id_env} and ${teams.app_password_env}"
+        )
     for agent in loaded.a2a_agents:
         typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
     for policy in loaded.approvals:

@@ -33,6 +33,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + ConfigError (config)
   + KeyUnusable
   + SlackUnusable
+  + TeamsUnusable
   + StoreUnsupported
   + StoreUnusable
   + Unauthorized
@@ -141,6 +142,12 @@ class SlackUnusable(HubError):
     """The Slack surface cannot start: a secret its config names is not in the environment."""
 
     code = "slack_unusable"
+
+
+class TeamsUnusable(HubError):
+    """The Microsoft Teams surface cannot start: a secret its config names is not in the environment."""
+
+    code = "teams_unusable"
 
 
 class StoreUnsupported(HubError):

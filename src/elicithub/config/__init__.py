@@ -39,7 +39,7 @@ from elicithub.config.services import (
     ServiceConfig,
     ToolConfig,
 )
-from elicithub.config.surfaces import McpSurfaceConfig, SlackConfig, StreamsConfig, UIStreamConfig
+from elicithub.config.surfaces import McpSurfaceConfig, SlackConfig, StreamsConfig, TeamsConfig, UIStreamConfig
 from elicithub.errors import HubError
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "SlackConfig",
     "StoreConfig",
     "StreamsConfig",
+    "TeamsConfig",
     "ToolConfig",
     "UIStreamConfig",
     "UserConfig",
@@ -136,6 +137,8 @@ class Config(Strict):
     demo: DemoConfig = DemoConfig()
     slack: SlackConfig | None = None
     """The Slack app; unset: off."""
+    teams: TeamsConfig | None = None
+    """The Microsoft Teams bot; unset: off."""
     groups: dict[str, list[Annotated[str, Field(min_length=1)]]] = {}
     """Static groups of user ids, by group name: approval policies name them (with OIDC, the token's groups count
     too)."""
@@ -187,6 +190,7 @@ class Config(Strict):
     def _check_approvals(self) -> None:
         known = {u.id for u in self.users} | set(self.admins) | {m for ms in self.groups.values() for m in ms}
         known |= set(self.slack.users.values()) if self.slack is not None else set()
+        known |= set(self.teams.users.values()) if self.teams is not None else set()
         known |= {self.demo.dev_user} if self.demo.enabled else set()
         # The demo brings agents of its own: then not every prefix is known here.
         ids = [*(s.id for s in self.mcp_servers), *(a.id for a in self.a2a_agents), *(a.id for a in self.agents)]
@@ -196,7 +200,7 @@ class Config(Strict):
 
     def _check_agents(self) -> None:
         """Agent ids are unique and differ from tool ids; every tool an agent names exists; no agent delegates to
-        itself, directly or through others; the Slack app's agent exists."""
+        itself, directly or through others; the Slack app's and the Teams bot's agents exist."""
         agents = {a.id: a for a in self.agents}
         if len(agents) != len(self.agents):
             raise ValueError("agents: duplicate id")
@@ -223,6 +227,8 @@ class Config(Strict):
             reaches(agent_id, (agent_id,))
         if self.slack is not None and self.slack.agent not in agents:
             raise ValueError(f"slack.agent: no agent {self.slack.agent}")
+        if self.teams is not None and self.teams.agent not in agents:
+            raise ValueError(f"teams.agent: no agent {self.teams.agent}")
 
     def agent(self, agent_id: str | None) -> AgentConfig:
         """The agent of that id; the first agent (the default) when the id names none (clients often send a fixed

@@ -97,7 +97,7 @@ def check_approvals(
             for n, user in enumerate(people.users):
                 if user not in known_users:
                     raise ValueError(
-                        f"{at}.{key}.users[{n}]: no user {user} (not in users:, groups:, admins: or slack:)"
+                        f"{at}.{key}.users[{n}]: no user {user} (not in users:, groups:, admins:, slack: or teams:)"
                     )
         for n, pattern in enumerate(policy.tools):
             server, dot, _ = pattern.partition(".")

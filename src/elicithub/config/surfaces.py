@@ -1,5 +1,5 @@
-"""Where people are reached: the chat streams, the AI SDK UI message stream, the hub's MCP server and the Slack
-app."""
+"""Where people are reached: the chat streams, the AI SDK UI message stream, the hub's MCP server, the Slack app and
+the Microsoft Teams bot."""
 
 from __future__ import annotations
 
@@ -55,3 +55,42 @@ class SlackConfig(Strict):
             if not user_id:
                 raise ValueError(f"{slack_id}: the hub user must not be empty")
         return users
+
+
+_GUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+"""How Microsoft Entra writes ids (tenants, apps, users' object ids)."""
+
+
+class TeamsConfig(Strict):
+    """The Microsoft Teams bot surface: its secrets come from the environment, never from the config file."""
+
+    app_id_env: str = Field(default="TEAMS_APP_ID", min_length=1)
+    """The environment variable holding the bot's Entra app (client) id."""
+    app_password_env: str = Field(default="TEAMS_APP_PASSWORD", min_length=1)
+    """The environment variable holding the app's client secret."""
+    tenant_id: str = Field(pattern=_GUID)
+    """The Entra tenant the bot's app is registered in (a single-tenant bot)."""
+    users: dict[str, str] = {}
+    """Teams user (their Entra object id, `aadObjectId`) -> hub user id; anyone else is told they cannot use it."""
+    agent: str = Field(default="assistant", min_length=1)
+    """The agent that answers in Teams."""
+    login_url: str = Field(default="https://login.microsoftonline.com/", pattern=r"^https?://[^/\s]+")
+    """Where the bot gets its token (client credentials at `{login_url}{tenant_id}/oauth2/v2.0/token`); tests point
+    it at a stand-in."""
+    openid_metadata_url: str = Field(
+        default="https://login.botframework.com/v1/.well-known/openidconfiguration", pattern=r"^https?://[^/\s]+/"
+    )
+    """The Bot Framework's OpenID metadata: the keys that sign incoming activities are at its `.../keys`."""
+    service_url: str | None = Field(default=None, pattern=r"^https?://[^/\s]+")
+    """The Bot Connector that approvals' chats are opened at (`https://smba.trafficmanager.net/teams/`); unset, the
+    one the latest activity came from."""
+
+    @field_validator("users")
+    @classmethod
+    def _object_ids(cls, users: dict[str, str]) -> dict[str, str]:
+        for object_id, user_id in users.items():
+            if not re.match(_GUID, object_id):
+                raise ValueError(f"{object_id!r} is not a Teams user's Entra object id (aadObjectId, a GUID)")
+            if not user_id:
+                raise ValueError(f"{object_id}: the hub user must not be empty")
+        return {object_id.lower(): user_id for object_id, user_id in users.items()}  # as Teams sends them

@@ -68,6 +68,7 @@ from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 if TYPE_CHECKING:
     from elicithub.surfaces.slack import SlackSurface
+    from elicithub.surfaces.teams import TeamsSurface
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +279,7 @@ class Hub:
         )
 
     def _build_surfaces(self) -> None:
-        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI, Slack when configured)."""
+        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI; Slack and Teams when configured)."""
         config, oidc = self.config, self.config.auth.oidc
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.mcp = McpSurface(
@@ -319,6 +320,22 @@ class Hub:
                 self.signed_in_groups.of if oidc is not None else None,
             )
             self.approval_notices.register(self.slack.approvals)
+        self.teams: TeamsSurface | None = None
+        if config.teams is not None:
+            from elicithub.surfaces.teams import TeamsSurface  # slow to import (the Teams SDK): only when configured
+
+            self.teams = TeamsSurface(
+                config.teams,
+                self.conversations,
+                self.backend.kv,
+                self.links,
+                config.public_url,
+                {s.id: s.display_name for s in config.mcp_servers},
+                config.conversations.retention_s + config.elicitation.timeout_s,
+                config.groups,
+                self.signed_in_groups.of if oidc is not None else None,
+            )
+            self.approval_notices.register(self.teams.approvals)
         self.agui = AguiSurface(
             self.conversations,
             self.backend.kv,
@@ -333,6 +350,7 @@ class Hub:
             self.a2a,
             self.agui,
             *([self.slack] if self.slack is not None else []),
+            *([self.teams] if self.teams is not None else []),
         ]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
 
@@ -355,6 +373,8 @@ class Hub:
                 await self._sweeper
         if self.slack is not None:
             await self.slack.close()
+        if self.teams is not None:
+            await self.teams.close()
         await self.conversations.close()
         if self.backend.shared:
             # Gone now rather than after three missed beats: another hub takes this one's runs at its next sweep.

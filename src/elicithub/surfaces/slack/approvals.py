@@ -2,9 +2,7 @@
 reminded in its thread, and see it updated when the approval ends; their presses and modals answer as them.
 
 The direct messages are kept on the store (`SlackRecords.add_dm`), so the hub where an approval ends updates them
-whichever hub sent them. Who gets one: the users an approval names and the members of the hub's static `groups:`
-it names, those with a `slack.users` mapping, never its requester (their own chat shows it when they may answer it).
-The members of an identity provider's group cannot be known here, so they get none.
+whichever hub sent them. Who gets one: see `surfaces/reach.py` (those with a `slack.users` mapping).
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from elicithub.errors import (
 )
 from elicithub.runtime.approvers import asked_of, named
 from elicithub.runtime.conversations import Caller, Conversations, is_open
+from elicithub.surfaces.reach import accounts_of
 from elicithub.surfaces.slack import approval_blocks, blocks
 from elicithub.surfaces.slack.records import DirectMessage, SlackRecords
 
@@ -116,9 +115,7 @@ class SlackApprovals:
                     log.exception("cannot ask %s for approval %s in Slack", slack_user, elicitation.id)
 
     def _slack_users(self, elicitation: Elicitation, to: People) -> list[str]:
-        """The Slack accounts of `to`'s users and static groups' members, the requester's left out."""
-        people = {*to.users, *(m for g in to.groups for m in self.groups.get(g, ()))} - {elicitation.user_id}
-        return sorted(slack_user for slack_user, user in self.users.items() if user in people)
+        return accounts_of(to, elicitation.user_id, self.groups, self.users)
 
     async def _send(self, elicitation: Elicitation, slack_user: str) -> None:
         opened = await self.client.conversations_open(users=slack_user)

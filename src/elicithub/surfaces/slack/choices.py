@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from elicithub.surfaces.choices import titled_choices
 from elicithub.surfaces.slack.text import plain
 
 MAX_OPTIONS = 100
@@ -32,19 +33,8 @@ class Choices:
     @classmethod
     def of(cls, prop: dict[str, Any]) -> Choices | None:
         """The choices of a field (its items' for an array), or None for a free field."""
-        source = prop.get("items") if prop.get("type") == "array" else prop
-        if not isinstance(source, dict):
-            return None
-        for key in ("oneOf", "anyOf"):
-            if isinstance(source.get(key), list):
-                consts = [o for o in source[key] if isinstance(o, dict) and "const" in o]
-                return cls([str(o["const"]) for o in consts], [str(o.get("title") or o["const"]) for o in consts])
-        if isinstance(source.get("enum"), list):
-            values = [str(v) for v in source["enum"]]
-            names = source.get("enumNames")
-            titles = [str(n) for n in names] if isinstance(names, list) and len(names) == len(values) else values
-            return cls(values, titles)
-        return None
+        found = titled_choices(prop)
+        return None if found is None else cls(*found)
 
     def __len__(self) -> int:
         return len(self.values)
