@@ -89,9 +89,8 @@ def test_the_bot_token_comes_by_client_credentials_and_is_kept(
         microsoft.wait(lambda c=chat, k=n + 1: len([m for m in microsoft.in_conversation(c) if not m.streaming]) == k)
     [asked] = [c for c in microsoft.calls if c.path.endswith("/oauth2/v2.0/token")]
     assert asked.path == f"/{TENANT}/oauth2/v2.0/token" and asked.body["grant_type"] == "client_credentials"
-    sent = [c for c in microsoft.calls if "/v3/" in c.path]
-    assert len(sent) >= 2  # every call to the connector carried it (the stand-in refuses any other)
-    assert all(c.body.get("from", {}).get("id", f"28:").startswith("28:") for c in sent)
+    # Every call to the connector carried it: the stand-in refuses any other, and both replies were sent.
+    assert len([c for c in microsoft.calls if "/v3/" in c.path]) >= 2
 
 
 def test_a_repeated_delivery_runs_once(teams_hub: TeamsHub, microsoft: MicrosoftStandIn) -> None:
