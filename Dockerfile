@@ -14,9 +14,9 @@ RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --no-cache-dir "uv==${UV_
 WORKDIR /src
 # Dependencies before the source: a change to src/ reuses the layer holding them.
 COPY pyproject.toml uv.lock README.md ./
-RUN /opt/uv/bin/uv sync --frozen --no-dev --extra fast --extra otel --no-install-project
+RUN /opt/uv/bin/uv sync --frozen --no-dev --extra fast --extra otel --extra teams --no-install-project
 COPY src ./src
-RUN /opt/uv/bin/uv sync --frozen --no-dev --extra fast --extra otel --no-editable
+RUN /opt/uv/bin/uv sync --frozen --no-dev --extra fast --extra otel --extra teams --no-editable
 
 FROM ${BASE}
 # /var/lib/elicithub is where a volume holding a generated master key goes (deploy/compose.yaml): a new volume takes

@@ -79,7 +79,8 @@ def test_the_configuration_reference_is_generated_with_every_key_of_the_config(b
     for model in models():
         for name in model.model_fields:
             assert f"<td><code>{name}</code></td>" in page, f"{model.__name__}.{name} is not in the reference"
-    for section in ("top-level", "store", "auth-oidc", "mcp-servers", "mcp-servers-oauth", "a2a-agents", "slack"):
+    sections = ("top-level", "store", "auth-oidc", "mcp-servers", "mcp-servers-oauth", "a2a-agents", "slack", "teams")
+    for section in sections:
         assert f'id="{section}"' in page
 
 
