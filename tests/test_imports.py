@@ -107,6 +107,23 @@ def test_a_hub_with_teams_configured_imports_the_teams_sdk_and_not_slack(tmp_pat
     assert not {m for m in found if m.startswith(("slack_bolt", "slack_sdk", "elicithub.surfaces.slack"))}
 
 
+def test_importing_the_teams_sdk_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
+    """The SDK loads a `.env` file of the working directory when imported: none of it may reach the hub's process
+    (a `CLIENT_SECRET` there would switch the SDK to a secret the hub's config never named)."""
+    (tmp_path / ".env").write_text("CLIENT_SECRET=from-a-dotenv\nELICITHUB_TEST_DOTENV=leaked\n")
+    run = "import os\nos.environ.update(TEAMS_APP_ID='app', TEAMS_APP_PASSWORD='secret')\n" + HUB.format(
+        config=repr({"store": {"url": "memory://"}, "teams": {"tenant_id": "6f1c2d3e-4a5b-4c6d-8e7f-0a1b2c3d4e5f"}})
+    )
+    check = run + "\nassert 'microsoft_teams.apps' in sys.modules\nprint(json.dumps([os.environ.get(n) for n in "
+    check += "('CLIENT_SECRET', 'ELICITHUB_TEST_DOTENV')]))\n"
+    env = {k: v for k, v in os.environ.items() if k not in ("CLIENT_SECRET", "ELICITHUB_TEST_DOTENV")}
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys\n" + check], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [None, None]
+
+
 CLI = """
 from elicithub.cli import main
 sys.argv = ["elicithub", *{args}]

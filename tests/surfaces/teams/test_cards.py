@@ -4,10 +4,12 @@ integers, booleans, dates and date-times, text formats, defaults and required ma
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from elicithub.core.schema import FieldError, validate_content
-from elicithub.surfaces.teams import cards
+from elicithub.surfaces.teams import approval_cards, cards
+from tests.core_fixtures import question
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -116,3 +118,11 @@ def test_a_form_past_what_a_card_holds_is_answered_in_the_browser() -> None:
 def test_an_answer_shows_by_titles_on_the_ended_card() -> None:
     facts = cards.answered_facts(SCHEMA, {"tier": "l", "tags": ["a,b"], "sure": True, "count": 2})
     assert facts == [("Count", "2"), ("Sure", "Yes"), ("Tier", "Large"), ("Tags", "a,b")]
+
+
+def test_an_approval_card_shows_long_arguments_shortened_visibly() -> None:
+    asked = question(context={"serverId": "ops", "toolName": "load", "arguments": {"blob": "x" * 50_000}})
+    asked = replace(asked, message="alice asks to call ops.load. Approve this call?")
+    card = approval_cards.approval_card(asked, "group ops")
+    shown = [e["text"] for e in cards.card_json(card)["body"] if e["type"] == "TextBlock" and '"blob"' in e["text"]]
+    assert len(shown[0]) == approval_cards.ARGUMENTS_MAX and shown[0].endswith("…") and cards.fits(card)

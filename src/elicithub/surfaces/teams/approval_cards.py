@@ -21,6 +21,9 @@ REASON = "reason"
 
 _MARKS = {"approved": "✅", "denied": "🚫", "expired": "⌛", "cancelled": "✖️"}
 
+ARGUMENTS_MAX = 4000
+"""The most of a call's arguments a card shows (a card holds about 28 KB); longer ones end with an ellipsis."""
+
 
 def edit_schema(elicitation: Elicitation) -> dict[str, Any]:
     """The editable arguments of the call (`allow_edit`): the approval's form without its decision fields."""
@@ -37,6 +40,8 @@ def _about(elicitation: Elicitation, asked: str | None) -> list[Any]:
         facts.append(Fact(title="Asked of", value=asked))
         facts.append(Fact(title="Open until", value=elicitation.expires_at.strftime("%Y-%m-%d %H:%M UTC")))
     arguments = json.dumps(context.get("arguments") or {}, indent=2, ensure_ascii=False)
+    if len(arguments) > ARGUMENTS_MAX:
+        arguments = arguments[: ARGUMENTS_MAX - 1] + "…"
     return [
         text(elicitation.message, weight="Bolder"),
         FactSet(facts=facts),
