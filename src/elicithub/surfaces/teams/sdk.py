@@ -5,6 +5,9 @@ The SDK verifies every incoming activity's JWT (RS256 from the keys beside `open
 app id, `serviceurl` = the activity's `serviceUrl`) before any handler of ours runs; a bad or missing one is 401. Its
 token manager would fetch the bot's token with MSAL, which takes only Microsoft's own login servers, so the hub fetches
 it by client credentials at `login_url` itself and hands it over through the SDK's token callable.
+
+The SDK fetches the keys with PyJWT's blocking client, on the event loop that serves the request: at the first
+activity, and again when its copy of them (kept five minutes) runs out.
 """
 
 from __future__ import annotations
