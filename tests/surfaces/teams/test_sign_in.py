@@ -31,9 +31,15 @@ def test_in_a_1_1_chat_the_card_opens_the_link_which_works_once_and_the_call_goe
     assert question.texts().startswith("Tracker requires authentication.")
     assert [(a["type"], a["title"]) for a in question.actions()] == [
         ("Action.OpenUrl", "Connect"),
+        ("Action.Execute", "New link"),
         ("Action.Execute", "Decline"),
     ]
-    link = link_of(question)
+    used = link_of(question)
+    assert Browser(user=None).open(used).status_code == 200  # opened, and left before the consent
+    fresh = teams_hub.press(ALICE, question, "New link")  # the card again, for her alone, with another link
+    assert fresh["type"] == "application/vnd.microsoft.card.adaptive"
+    link = link_of(Message(chat, question.id, card=fresh["value"]))
+    assert link != used and question.updates == 0
     assert link.startswith(f"{teams_hub.url}/auth/connect?t=")
     first, second = Browser(user=None), Browser(user=None)  # opened from Teams: no hub session
     consent = first.open(link)

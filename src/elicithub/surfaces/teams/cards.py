@@ -254,15 +254,17 @@ def widget_card(elicitation_id: str, message: str, asked: str, url: str) -> Adap
 
 
 def sign_in_card(elicitation_id: str, message: str, asked: str, url: str | None) -> AdaptiveCard:
-    """A sign-in's card. With its link (`url`, in a 1:1 chat only its person sees) Connect opens it; without
-    (where others see the card) Connect sends the link to the person's own chat with the bot."""
-    if url is not None:
-        connect: Action = OpenUrlAction(title="Connect", url=url, style="positive")
-        said = "The link works once."
-    else:
-        connect = execute("Connect", CONNECT, elicitation_id, style="positive")
+    """A sign-in's card. With its link (`url`, in a 1:1 chat only its person sees) Connect opens it and New link
+    replaces it with a fresh one (a link works once); without (where others see the card) Connect sends the link to
+    the person's own chat with the bot."""
+    decline = execute("Decline", DECLINE, elicitation_id)
+    if url is None:
         said = f"Only {asked} can connect; the link was sent to them in their chat with the bot."
-    actions = [connect, execute("Decline", DECLINE, elicitation_id)]
+        actions: list[Action] = [execute("Connect", CONNECT, elicitation_id, style="positive"), decline]
+    else:
+        said = "The link works once; New link gives another."
+        connect = OpenUrlAction(title="Connect", url=url, style="positive")
+        actions = [connect, execute("New link", CONNECT, elicitation_id), decline]
     return new_card([text(message, weight="Bolder"), note(said)], actions)
 
 

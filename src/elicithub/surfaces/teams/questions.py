@@ -83,6 +83,7 @@ class Questions:
             mode,
             message,
             self.servers.get(server, server),
+            chat.personal,
         )
         await self.records.save_question(question)
         if link is not None and not chat.personal:
@@ -163,7 +164,10 @@ class Questions:
         try:
             question, elicitation = await self.asked(elicitation_id, object_id)
             if verb == cards.CONNECT:
-                await self.hand_link(question, await self.link(elicitation))
+                link = await self.link(elicitation)
+                if question.personal:  # the card again, for its person alone, with a fresh link
+                    return cards.sign_in_card(elicitation_id, question.message, question.name, link)
+                await self.hand_link(question, link)
                 return LINK_SENT
             if verb == cards.DECLINE:
                 await self.respond(question, Answer("decline"))

@@ -47,6 +47,7 @@ class PostedQuestion:
     mode: str  # form, url, or approval (one others answer: the card only says the call waits)
     message: str
     server: str = ""  # the service a sign-in is for, as people know it
+    personal: bool = False  # in a 1:1 chat, which only its person sees
     outcome: str | None = None  # set once the card shows the end
 
 
