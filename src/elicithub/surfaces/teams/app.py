@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
@@ -38,8 +37,6 @@ from elicithub.surfaces.teams.connector import Connector
 from elicithub.surfaces.teams.questions import Questions, Shown
 from elicithub.surfaces.teams.records import Chat, Person, TeamsRecords, conversation_for
 from elicithub.surfaces.teams.sdk import MESSAGING_ENDPOINT, BotToken, HubRoute, build_app, secret
-
-log = logging.getLogger(__name__)
 
 NOT_LINKED = "Sorry, you cannot use this assistant: your Teams account is not linked to a hub user."
 

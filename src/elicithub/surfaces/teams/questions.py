@@ -3,7 +3,6 @@ presses of its card's buttons, and show each question's end, to everyone, with w
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
@@ -18,8 +17,6 @@ from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.surfaces.teams import approval_cards, cards
 from elicithub.surfaces.teams.connector import Connector, card_message
 from elicithub.surfaces.teams.records import Chat, PostedQuestion, TeamsRecords
-
-log = logging.getLogger(__name__)
 
 NOT_OPEN = "This question is no longer open."
 LINK_SENT = "The sign-in link was sent to your chat with the bot."

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import time
 from collections.abc import Iterator
@@ -29,8 +28,6 @@ from starlette.responses import JSONResponse, Response
 
 from elicithub.config import TeamsConfig
 from elicithub.errors import TeamsUnusable
-
-log = logging.getLogger(__name__)
 
 MESSAGING_ENDPOINT = "/teams/api/messages"
 
