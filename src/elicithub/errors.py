@@ -33,6 +33,8 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + ConfigError (config)
   + KeyUnusable
   + SlackUnusable
+  + EmailUnusable
+  + Undeliverable (surfaces.outbox)
   + StoreUnsupported
   + StoreUnusable
   + Unauthorized
@@ -141,6 +143,12 @@ class SlackUnusable(HubError):
     """The Slack surface cannot start: a secret its config names is not in the environment."""
 
     code = "slack_unusable"
+
+
+class EmailUnusable(HubError):
+    """Mail cannot be sent: a variable its config names is not in the environment, or its CA file cannot be read."""
+
+    code = "email_unusable"
 
 
 class StoreUnsupported(HubError):

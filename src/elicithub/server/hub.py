@@ -67,6 +67,7 @@ from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 if TYPE_CHECKING:
+    from elicithub.surfaces.email import EmailSurface
     from elicithub.surfaces.slack import SlackSurface
 
 log = logging.getLogger(__name__)
@@ -110,8 +111,9 @@ class Hub:
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.inbox = Inbox(self.backend.events, self.store)
         """Every person's inbox: the questions shown and ended, on whichever hub, on one shared log."""
-        sink = InboxSink(self.stream, self.inbox)
-        self.broker = Broker(self.store, sink, durable=self.backend.durable, counts=self.metrics)
+        self.sink = InboxSink(self.stream, self.inbox)
+        """Where questions shown and ended go: their run's stream, the inbox, and surfaces that hear them."""
+        self.broker = Broker(self.store, self.sink, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.default_model(), self.metrics)
         self.agent_setups = self._agent_setups(model)
         self.streams = OpenStreams()
@@ -278,7 +280,7 @@ class Hub:
         )
 
     def _build_surfaces(self) -> None:
-        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI, Slack when configured)."""
+        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI; Slack and email when configured)."""
         config, oidc = self.config, self.config.auth.oidc
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.mcp = McpSurface(
@@ -317,8 +319,21 @@ class Hub:
                 config.conversations.retention_s + config.elicitation.timeout_s,
                 config.groups,
                 self.signed_in_groups.of if oidc is not None else None,
+                self.metrics.notification,
             )
             self.approval_notices.register(self.slack.approvals)
+        self.email: EmailSurface | None = None
+        if config.email is not None:
+            from elicithub.surfaces.email import EmailSurface  # imports aiosmtplib: only when configured
+
+            groups_of = self.signed_in_groups.of if oidc is not None else None
+            self.email = EmailSurface(
+                config.email, config.public_url, self.keys, self.backend.kv, self.store, self.conversations,
+                config.groups, self.metrics.notification, groups_of,
+            )  # fmt: skip
+            self.approval_notices.register(self.email.notices)
+            if config.email.questions:
+                self.sink.hear(self.email.notices.heard)
         self.agui = AguiSurface(
             self.conversations,
             self.backend.kv,
@@ -333,6 +348,7 @@ class Hub:
             self.a2a,
             self.agui,
             *([self.slack] if self.slack is not None else []),
+            *([self.email] if self.email is not None else []),
         ]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from elicithub.core.approval import DECISION_FIELDS
 from elicithub.core.elicitation import Elicitation
+from elicithub.surfaces.reach import how_it_ended
 from elicithub.surfaces.slack.blocks import Block, form_view
 from elicithub.surfaces.slack.text import SECTION_MAX, escape, mrkdwn, plain, shorten
 
@@ -67,20 +68,13 @@ def approval_message(elicitation: Elicitation, asked: str) -> tuple[str, list[Bl
     return elicitation.message, blocks
 
 
+_EMOJI = {"approved": ":white_check_mark:", "denied": ":no_entry_sign:", "expired": ":hourglass:"}
+
+
 def ended_label(elicitation: Elicitation) -> str:
     """How an approval ended, as its messages say it: Approved by carol, Denied by carol: reason, Expired, ..."""
-    content = elicitation.answer.content if elicitation.answer is not None else None
-    reason = str((content or {}).get("reason") or "").strip()
-    by = f" by {elicitation.answered_by}" if elicitation.answered_by else ""
-    why = f": {reason}" if reason else ""
-    outcome = elicitation.outcome
-    if outcome == "accepted" and (content or {}).get("approve") is True:
-        return f":white_check_mark: Approved{by}{why}"
-    if outcome in ("accepted", "declined"):
-        return f":no_entry_sign: Denied{by}{why}"
-    if outcome == "expired":
-        return ":hourglass: Expired"
-    return f":heavy_multiplication_x: Cancelled{by}"
+    kind, words = how_it_ended(elicitation)
+    return f"{_EMOJI.get(kind, ':heavy_multiplication_x:')} {words}"
 
 
 def ended_message(elicitation: Elicitation) -> tuple[str, list[Block]]:
