@@ -7,14 +7,16 @@ import html
 import re
 from collections.abc import Callable, Iterator
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import HubFactory, RunningHub
+from elicithub.config import parse_config
+from tests.conftest import RunningHub, free_port
 from tests.surfaces.email.mailserver import MailServer
-from tests.triggers.approving import GROUPS, USERS, OpsServer
+from tests.triggers.approving import GROUPS, USERS, OpsServer, policy
 
 ADDRESSES = {"alice": "alice@acme.test", "bob": "bob@acme.test", "carol": "carol@acme.test", "dave": "dave@acme.test"}
 SENDER = "ACME agents <agents@acme.test>"
@@ -49,25 +51,31 @@ EmailHub = Callable[..., RunningHub]
 
 
 @pytest.fixture
-def email_hub(make_hub: HubFactory, mail: MailServer, ops: OpsServer) -> EmailHub:
-    """Hubs whose `ops.*` calls need the approval of the group ops (`policy`, or the given one), mailing through
-    `mail`; dave is an admin (he reads the audit)."""
+def email_hub(mail: MailServer, ops: OpsServer, tmp_path: Path) -> Iterator[EmailHub]:
+    """Hubs whose `ops.*` calls need the approval of the group ops (`policy()`, or the policies given), mailing
+    through `mail`; dave is an admin (he reads the audit). Stopped before the ops server (whose stream they hold)."""
+    hubs: list[RunningHub] = []
 
     def make(*policies: dict[str, Any], email: dict[str, Any] | None = None, **changes: Any) -> RunningHub:
-        from tests.triggers.approving import policy
-
+        port = free_port()
         settings: dict[str, Any] = {
+            "public_url": f"http://127.0.0.1:{port}",
+            "store": {"url": f"sqlite:///{tmp_path / f'hub-{port}.db'}"},
+            "secrets": {"key_file": str(tmp_path / "secret.key")},
             "users": USERS,
             "groups": GROUPS,
             "admins": ["dave"],
-            "mcp_servers": [{"id": "ops", "url": ops.url}],
+            "mcp_servers": [{"id": "ops", "url": ops.url, "protocol": "legacy"}],  # rollback asks mid-call
             "approvals": list(policies) or [policy()],
             "email": email_config(mail, **(email or {})),
             **changes,
         }
-        return make_hub(**settings)
+        hubs.append(RunningHub(parse_config(settings), port))
+        return hubs[-1]
 
-    return make
+    yield make
+    for hub in hubs:
+        hub.stop()
 
 
 def parts(message: EmailMessage) -> tuple[str, str]:
@@ -82,7 +90,9 @@ def links(message: EmailMessage) -> dict[str, str]:
     """The mail's links by page (`approve`, `deny`, `answer`), the same in its text and its HTML."""
     text, markup = parts(message)
     in_text = re.findall(r"https?://\S+/email/(\w+)/(\S+)", text)
-    in_html = [(page, html.unescape(token)) for page, token in re.findall(r'href="https?://[^"]+/email/(\w+)/([^"]+)"', markup)]
+    in_html = [
+        (page, html.unescape(token)) for page, token in re.findall(r'href="https?://[^"]+/email/(\w+)/([^"]+)"', markup)
+    ]
     assert in_text == in_html, (in_text, in_html)
     base = re.search(r"(https?://\S+?)/email/", text)
     assert base is not None

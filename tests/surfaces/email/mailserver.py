@@ -28,7 +28,7 @@ from tests.core_fixtures import DEADLINE_S
 Tls = Literal["none", "starttls", "implicit"]
 
 
-class TestCa:
+class PrivateCa:
     """A CA of the test's own, and a server certificate it signed for 127.0.0.1 and localhost."""
 
     def __init__(self, folder: Path) -> None:
@@ -60,9 +60,7 @@ class TestCa:
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256())
         )
         self.ca_file = folder / "ca.pem"
@@ -88,7 +86,7 @@ class MailServer:
     def __init__(
         self,
         tls: Tls = "none",
-        ca: TestCa | None = None,
+        ca: PrivateCa | None = None,
         login: tuple[str, str] | None = None,
         port: int | None = None,
     ) -> None:
@@ -120,7 +118,7 @@ class MailServer:
 
         return check
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         parsed = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
         assert isinstance(parsed, EmailMessage)
         with self._changed:
