@@ -1,5 +1,5 @@
-"""What a process imports: a hub imports the libraries of a store, Slack, telemetry or the demo only when its config
-uses them, and the command's help and `config check` import no server (each import costs every start CPU)."""
+"""What a process imports: a hub imports the libraries of a store, Slack, email, telemetry or the demo only when its
+config uses them, and the command's help and `config check` import no server (each import costs every start CPU)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ OPTIONAL = (
     "elicithub.store.redis",
     "elicithub.store.postgres",
     "elicithub.surfaces.slack",
+    "aiosmtplib",
+    "elicithub.surfaces.email",
     "elicithub.demo.deploy",
     "elicithub.demo.tracker",
     "elicithub.demo.travel",
@@ -29,7 +31,7 @@ OPTIONAL = (
     "anthropic",
     "google.genai",
 )
-"""What a hub on SQLite without Slack, telemetry, the demo or a provider's model does without."""
+"""What a hub on SQLite without Slack, email, telemetry, the demo or a provider's model does without."""
 
 PROVIDERS = ("pydantic_ai", "openai", "anthropic", "google.genai")
 
@@ -92,6 +94,13 @@ def test_a_hub_with_slack_configured_imports_slack(tmp_path: Path) -> None:
     )
     found = imported(run, OPTIONAL, tmp_path)
     assert {"slack_bolt", "elicithub.surfaces.slack"} <= set(found)
+
+
+def test_a_hub_with_email_configured_imports_the_smtp_client(tmp_path: Path) -> None:
+    email = {"smtp": {"host": "127.0.0.1", "tls": "none"}, "from": "agents@acme.test"}
+    found = hub_imports({"store": {"url": "memory://"}, "email": email}, tmp_path)
+    assert {"aiosmtplib", "elicithub.surfaces.email"} <= set(found)
+    assert not {m for m in found if m.startswith(("slack", "elicithub.surfaces.slack"))}
 
 
 CLI = """

@@ -47,35 +47,46 @@ def ops() -> Iterator[OpsServer]:
         yield server
 
 
+class EmailHubs:
+    """Hubs whose `ops.*` calls need the approval of the group ops (`policy()`, or the policies given), mailing
+    through `mail`; dave is an admin (he reads the audit). Stopped before the ops server (whose stream they hold)."""
+
+    def __init__(self, mail: MailServer, ops: OpsServer, folder: Path) -> None:
+        self.mail = mail
+        self.ops = ops
+        self.folder = folder
+        self.hubs: list[RunningHub] = []
+
+    def __call__(self, *policies: dict[str, Any], email: dict[str, Any] | None = None, **changes: Any) -> RunningHub:
+        port = free_port()
+        settings: dict[str, Any] = {
+            "public_url": f"http://127.0.0.1:{port}",
+            "store": {"url": f"sqlite:///{self.folder / f'hub-{port}.db'}"},
+            "secrets": {"key_file": str(self.folder / "secret.key")},
+            "users": USERS,
+            "groups": GROUPS,
+            "admins": ["dave"],
+            "mcp_servers": [{"id": "ops", "url": self.ops.url, "protocol": "legacy"}],  # rollback asks mid-call
+            "approvals": list(policies) or [policy()],
+            "email": email_config(self.mail, **(email or {})),
+            **changes,
+        }
+        self.hubs.append(RunningHub(parse_config(settings), port))
+        return self.hubs[-1]
+
+    def stop(self) -> None:
+        for hub in self.hubs:
+            hub.stop()
+
+
 EmailHub = Callable[..., RunningHub]
 
 
 @pytest.fixture
 def email_hub(mail: MailServer, ops: OpsServer, tmp_path: Path) -> Iterator[EmailHub]:
-    """Hubs whose `ops.*` calls need the approval of the group ops (`policy()`, or the policies given), mailing
-    through `mail`; dave is an admin (he reads the audit). Stopped before the ops server (whose stream they hold)."""
-    hubs: list[RunningHub] = []
-
-    def make(*policies: dict[str, Any], email: dict[str, Any] | None = None, **changes: Any) -> RunningHub:
-        port = free_port()
-        settings: dict[str, Any] = {
-            "public_url": f"http://127.0.0.1:{port}",
-            "store": {"url": f"sqlite:///{tmp_path / f'hub-{port}.db'}"},
-            "secrets": {"key_file": str(tmp_path / "secret.key")},
-            "users": USERS,
-            "groups": GROUPS,
-            "admins": ["dave"],
-            "mcp_servers": [{"id": "ops", "url": ops.url, "protocol": "legacy"}],  # rollback asks mid-call
-            "approvals": list(policies) or [policy()],
-            "email": email_config(mail, **(email or {})),
-            **changes,
-        }
-        hubs.append(RunningHub(parse_config(settings), port))
-        return hubs[-1]
-
-    yield make
-    for hub in hubs:
-        hub.stop()
+    hubs = EmailHubs(mail, ops, tmp_path)
+    yield hubs
+    hubs.stop()
 
 
 def parts(message: EmailMessage) -> tuple[str, str]:
