@@ -62,7 +62,8 @@ class EmailConfig(Strict):
     sender: str = Field(alias="from", min_length=1)
     """Who mail comes from: an address, or a name and an address (`ACME agents <agents@acme.com>`)."""
     users: dict[str, str] = {}
-    """Hub user id -> their address; people without one get no mail."""
+    """Hub user id -> their address; with OIDC, a person not here is mailed at the address their identity provider
+    verified at their latest sign-in; anyone else gets no mail."""
     questions: bool = False
     """Also mail people the questions of their own runs that are still open `notify_after_s` after they were asked."""
     notify_after_s: float = Field(default=300, ge=0)

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from elicithub import telemetry
+from elicithub.auth.addresses import SignedInAddresses
 from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
@@ -148,8 +149,10 @@ class Hub:
         self.links = LinkSigner(self.keys)
         self.link_tickets = LinkTickets(self.backend.kv)
         self.oauth = OAuthClient(self.vault, config.public_url)
-        # Kept as long as the sessions their sign-ins start.
-        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
+        # Kept as long as the sessions their sign-ins start; the verified addresses only when mail is sent.
+        kv, keep_s = self.backend.kv, oidc.session_s if oidc is not None else SESSION_S
+        self.signed_in_groups = SignedInGroups(kv, keep_s)
+        self.signed_in_addresses = SignedInAddresses(kv, keep_s) if oidc and config.email else None
 
     def _build_approvals(self) -> ApprovalGate:
         """Approvals: who hears of them, their timers, ends and audit log; the gate that wraps the triggers."""
@@ -249,6 +252,7 @@ class Hub:
             self.keys.derive("oidc-sign-in"),
             self.oidc_client_secret,
             self.signed_in_groups,
+            self.signed_in_addresses,
         )
 
     def _build_pages(self) -> None:
@@ -329,7 +333,7 @@ class Hub:
             groups_of = self.signed_in_groups.of if oidc is not None else None
             self.email = EmailSurface(
                 config.email, config.public_url, self.keys, self.backend.kv, self.store, self.conversations,
-                config.groups, self.metrics.notification, groups_of,
+                config.groups, self.metrics.notification, groups_of, self.signed_in_addresses,
             )  # fmt: skip
             self.approval_notices.register(self.email.notices)
             if config.email.questions:

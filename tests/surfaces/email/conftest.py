@@ -57,8 +57,10 @@ class EmailHubs:
         self.folder = folder
         self.hubs: list[RunningHub] = []
 
-    def __call__(self, *policies: dict[str, Any], email: dict[str, Any] | None = None, **changes: Any) -> RunningHub:
-        port = free_port()
+    def __call__(
+        self, *policies: dict[str, Any], email: dict[str, Any] | None = None, port: int | None = None, **changes: Any
+    ) -> RunningHub:
+        port = port or free_port()
         settings: dict[str, Any] = {
             "public_url": f"http://127.0.0.1:{port}",
             "store": {"url": f"sqlite:///{self.folder / f'hub-{port}.db'}"},

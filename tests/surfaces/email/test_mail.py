@@ -11,8 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import RunningHub, eventually
-from tests.surfaces.email.conftest import SENDER, EmailHub, email_config, links, parts
+from tests.auth.oidc_provider import oidc_provider
+from tests.auth.test_oidc_sign_in import sign_in
+from tests.conftest import RunningHub, eventually, free_port
+from tests.surfaces.email.conftest import SENDER, EmailHub, email_config, links, parts, post
 from tests.surfaces.email.mailserver import MailServer, PrivateCa
 from tests.triggers.approving import RESTART, OpsServer, Requester, answer, policy, tool_output
 
@@ -102,3 +104,26 @@ def test_a_mail_server_that_is_down_delays_the_mail_and_never_the_approval(email
         assert answer(hub.url, "bob", pending["id"], content={"approve": True}).status_code == 200
         assert tool_output(alice.rest())[1] is False
     eventually(lambda: counted(hub, "sent") == 2, "the mails were not counted sent")
+
+
+def test_with_oidc_the_address_the_provider_verified_at_sign_in_is_mailed(
+    email_hub: EmailHub, mail: MailServer, ops: OpsServer
+) -> None:
+    with oidc_provider() as oidc:
+        port = free_port()
+        oidc.provider.register_web_client(f"http://127.0.0.1:{port}/auth/signed-in")
+        oidc.provider.emails |= {"gina": ("gina@acme.test", True), "hal": ("hal@acme.test", False)}
+        approvers = policy(approvers={"users": ["gina", "hal", "ivy"]})
+        hub = email_hub(approvers, port=port, auth={"oidc": oidc.config()})
+        for person in ("gina", "hal", "ivy"):  # ivy's ID token has no address; hal's is not verified
+            with httpx.Client(timeout=30) as browser:
+                assert sign_in(browser, hub, oidc, person).status_code == 302
+        with Requester(hub.url, "alice", "conv-oidc", RESTART) as alice:
+            pending = alice.until("data-approval-pending")
+            [mailed] = mail.wait(1)
+            assert mailed["To"] == "gina@acme.test"
+            assert answer(hub.url, "bob", pending["id"], content={"approve": True}).status_code == 404  # not his
+            page = links(mailed)["approve"]
+            assert post(page, {"replicas": "2"}).status_code == 303
+            assert tool_output(alice.rest()) == ("Restarted orders with 2 replicas.", False)
+        assert [m["To"] for m in mail.messages] == ["gina@acme.test"]

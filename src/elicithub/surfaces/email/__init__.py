@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Collection, Mapping
 
+from elicithub.auth.addresses import SignedInAddresses
 from elicithub.auth.keys import Keys
 from elicithub.config import EmailConfig
 from elicithub.core.ports import ElicitationStore, KeyValueStore
 from elicithub.runtime.conversations import Conversations
 from elicithub.surfaces.email.links import MailLinks
-from elicithub.surfaces.email.notices import EmailNotices
+from elicithub.surfaces.email.notices import Addresses, EmailNotices
 from elicithub.surfaces.email.pages import GroupsOf, MailPages, no_groups
 from elicithub.surfaces.email.smtp import Smtp
 from elicithub.surfaces.reach import Notified
@@ -35,12 +36,14 @@ class EmailSurface:
         groups: Mapping[str, Collection[str]],
         notified: Notified,
         groups_of: GroupsOf | None = None,
+        signed_in: SignedInAddresses | None = None,
     ) -> None:
-        """`groups`: the hub's static groups; `groups_of`: a person's identity-provider groups, where there are any;
-        `notified`: the hub's count of notifications."""
+        """`groups`: the hub's static groups; `notified`: the hub's count of notifications; `groups_of`: a person's
+        identity-provider groups, and `signed_in` the addresses it verified, where there is one."""
         self.config = config
         self.links = MailLinks(keys, kv, public_url)
-        self.notices = EmailNotices(config, kv, store, self.links, Smtp(config.smtp), groups, notified)
+        addresses = Addresses(config.users, signed_in)
+        self.notices = EmailNotices(config, kv, store, self.links, Smtp(config.smtp), groups, notified, addresses)
         self.pages = MailPages(conversations, self.links, groups_of or no_groups)
         self.routes = self.pages.routes
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Mapping
 
+from elicithub.auth.addresses import SignedInAddresses
 from elicithub.config import EmailConfig
 from elicithub.core.approval import People
 from elicithub.core.elicitation import Elicitation
@@ -30,6 +31,21 @@ PAGES: dict[str, list[tuple[str, str]]] = {
 """The links of each mail: (label, page)."""
 
 
+class Addresses:
+    """A person's address: the config's (`email.users`), else the one their identity provider verified at their
+    latest sign-in (`signed_in`, with OIDC)."""
+
+    def __init__(self, configured: Mapping[str, str], signed_in: SignedInAddresses | None = None) -> None:
+        self.configured = configured
+        self.signed_in = signed_in
+
+    async def of(self, user_id: str) -> str | None:
+        found = self.configured.get(user_id)
+        if found is None and self.signed_in is not None:
+            found = await self.signed_in.of(user_id)
+        return found
+
+
 LEASE_MARGIN_S = 30.0
 """How much longer than one attempt to send may take another hub waits before it makes the next attempt."""
 
@@ -47,8 +63,10 @@ class EmailNotices:
         smtp: Smtp,
         groups: Mapping[str, Collection[str]],
         notified: Notified,
+        addresses: Addresses,
     ) -> None:
         self.config = config
+        self.addresses = addresses
         self.outbox = Outbox(kv, "email", self.deliver, notified, config.smtp.timeout_s + LEASE_MARGIN_S)
         self.store = store
         self.links = links
@@ -80,7 +98,9 @@ class EmailNotices:
 
     async def _mail(self, elicitation: Elicitation, users: set[str], kind: Kind) -> None:
         until = elicitation.expires_at.timestamp()
-        for user in sorted(users & self.config.users.keys()):
+        for user in sorted(users):
+            if await self.addresses.of(user) is None:
+                continue
             body: JsonObject = {"elicitationId": elicitation.id, "user": user, "kind": kind}
             await self.outbox.put(f"{elicitation.id}.{kind}.{user}", body, until)
 
@@ -92,13 +112,13 @@ class EmailNotices:
         making the run wait)."""
         if not isinstance(event, ElicitationRequested) or elicitation.mode != "form" or not elicitation.asks_requester:
             return
-        if elicitation.user_id not in self.config.users:
-            return
         task = asyncio.create_task(self._question(elicitation))
         self._writing.add(task)
         task.add_done_callback(self._writing.discard)
 
     async def _question(self, elicitation: Elicitation) -> None:
+        if await self.addresses.of(elicitation.user_id) is None:
+            return
         body: JsonObject = {"elicitationId": elicitation.id, "user": elicitation.user_id, "kind": "question"}
         due = elicitation.created_at.timestamp() + self.config.notify_after_s
         item = f"{elicitation.id}.question.{elicitation.user_id}"
@@ -110,7 +130,7 @@ class EmailNotices:
         """Make the mail and send it; False when its question has ended (or its person has no address any more)."""
         elicitation = await self.store.get(str(body["elicitationId"]))
         user, kind = str(body["user"]), KINDS.get(str(body["kind"]))
-        address = self.config.users.get(user)
+        address = await self.addresses.of(user)
         if elicitation is None or not is_open(elicitation) or address is None or kind is None:
             return False
         token = await self.links.issue(elicitation, user)
