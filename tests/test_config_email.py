@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from elicithub.config import ConfigError, parse_config
 
@@ -67,3 +70,10 @@ def test_an_address_is_an_approver_the_approval_policies_may_name() -> None:
     assert config.approvals[0].approvers != "requester"
     with pytest.raises(ConfigError):
         parse_config({"mcp_servers": servers, "approvals": approvals})
+
+
+def test_the_email_pages_example_is_a_config_the_hub_accepts() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "email.md").read_text()
+    [example] = re.findall(r"^```yaml\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+    email = parse_config(yaml.safe_load(example)).email
+    assert email is not None and email.smtp.ca_file == "/etc/ssl/acme-ca.pem"
