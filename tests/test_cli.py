@@ -98,6 +98,18 @@ def test_config_check_shows_the_teams_bot(tmp_path: Path) -> None:
     ) in result.stdout.splitlines()
 
 
+def test_config_check_shows_the_mail_server(tmp_path: Path) -> None:
+    smtp = "{host: smtp.acme.com, username_env: SMTP_USER, password_env: SMTP_PASSWORD}"
+    email = f"{{smtp: {smtp}, from: 'ACME <agents@acme.com>', users: {{alice: a@acme.com}}, questions: true}}"
+    path = write(tmp_path, f"email: {email}\n")
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "  email       from ACME <agents@acme.com> through smtp.acme.com:587 (starttls, login from $SMTP_USER and "
+        "$SMTP_PASSWORD), addresses: 1, own questions after 300 s"
+    ) in result.stdout.splitlines()
+
+
 def test_config_check_shows_the_identity_provider(tmp_path: Path) -> None:
     oidc = "{issuer: https://login.example.com/realms/acme, audience: elicithub}"
     path = write(tmp_path, f"auth: {{oidc: {oidc}, anonymous: false}}\n")

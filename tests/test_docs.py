@@ -77,10 +77,11 @@ def test_the_configuration_reference_is_generated_with_every_key_of_the_config(b
     assert not (REPO / "docs" / "config-reference.md").exists(), "the reference is generated, not kept in docs/"
     page = (built.site / "config-reference" / "index.html").read_text()
     for model in models():
-        for name in model.model_fields:
-            assert f"<td><code>{name}</code></td>" in page, f"{model.__name__}.{name} is not in the reference"
+        for name, field in model.model_fields.items():
+            key = field.alias or name  # the key as a config file spells it (`from`, a Python keyword)
+            assert f"<td><code>{key}</code></td>" in page, f"{model.__name__}.{name} is not in the reference"
     sections = ("top-level", "store", "auth-oidc", "mcp-servers", "mcp-servers-oauth", "a2a-agents", "slack", "teams")
-    for section in sections:
+    for section in (*sections, "email", "email-smtp"):
         assert f'id="{section}"' in page
 
 

@@ -1,5 +1,6 @@
-"""What a process imports: a hub imports the libraries of a store, Slack, Teams, telemetry or the demo only when its
-config uses them, and the command's help and `config check` import no server (each import costs every start CPU)."""
+"""What a process imports: a hub imports the libraries of a store, Slack, Teams, email, telemetry or the demo only
+when its config uses them, and the command's help and `config check` import no server (each import costs every
+start CPU)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ OPTIONAL = (
     "microsoft_teams",
     "msal",
     "elicithub.surfaces.teams",
+    "aiosmtplib",
+    "elicithub.surfaces.email",
     "elicithub.demo.deploy",
     "elicithub.demo.tracker",
     "elicithub.demo.travel",
@@ -32,7 +35,7 @@ OPTIONAL = (
     "anthropic",
     "google.genai",
 )
-"""What a hub on SQLite without Slack, Teams, telemetry, the demo or a provider's model does without."""
+"""What a hub on SQLite without Slack, Teams, email, telemetry, the demo or a provider's model does without."""
 
 PROVIDERS = ("pydantic_ai", "openai", "anthropic", "google.genai")
 
@@ -122,6 +125,13 @@ def test_importing_the_teams_sdk_leaves_the_environment_as_it_was(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == [None, None]
+
+
+def test_a_hub_with_email_configured_imports_the_smtp_client(tmp_path: Path) -> None:
+    email = {"smtp": {"host": "127.0.0.1", "tls": "none"}, "from": "agents@acme.test"}
+    found = hub_imports({"store": {"url": "memory://"}, "email": email}, tmp_path)
+    assert {"aiosmtplib", "elicithub.surfaces.email"} <= set(found)
+    assert not {m for m in found if m.startswith(("slack", "elicithub.surfaces.slack"))}
 
 
 CLI = """

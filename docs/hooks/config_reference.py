@@ -48,7 +48,7 @@ def reference() -> str:
         for name, field in model.model_fields.items():
             nested = _model_of(field.annotation)
             if nested is not None:
-                visit(nested, _child(path, name, field.annotation))
+                visit(nested, _child(path, field.alias or name, field.annotation))
 
     visit(Config, "")
     sections = [_section(model, path, paths) for model, path in paths.items()]
@@ -64,7 +64,7 @@ def _section(model: type[BaseModel], path: str, paths: dict[type[BaseModel], str
         lines += [_one_line(model.__doc__), ""]
     lines += ["| key | type | default | description |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
-        row = [f"`{name}`", _type(field.annotation, paths), _default(field), _description(field)]
+        row = [f"`{field.alias or name}`", _type(field.annotation, paths), _default(field), _description(field)]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     return "\n".join(lines) + "\n"
 

@@ -234,6 +234,14 @@ def check(path: Annotated[Path, typer.Argument(help="The YAML config to validate
             f"  teams       POST /teams/api/messages, agent {teams.agent}, mapped Teams users: {len(teams.users)}, "
             f"secrets from ${teams.app_id_env} and ${teams.app_password_env}"
         )
+    if loaded.email is not None:
+        email, smtp = loaded.email, loaded.email.smtp
+        login = f", login from ${smtp.username_env} and ${smtp.password_env}" if smtp.username_env else ""
+        questions = f", own questions after {email.notify_after_s:g} s" if email.questions else ""
+        typer.echo(
+            f"  email       from {email.sender} through {smtp.host}:{smtp.port_or_default} ({smtp.tls}{login}), "
+            f"addresses: {len(email.users)}{questions}"
+        )
     for agent in loaded.a2a_agents:
         typer.echo(f"  a2a agent   {agent.id}: {agent.url} (credentials: {agent.credential_scope})")
     for policy in loaded.approvals:

@@ -34,6 +34,8 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + KeyUnusable
   + SlackUnusable
   + TeamsUnusable
+  + EmailUnusable
+  + Undeliverable (surfaces.outbox)
   + StoreUnsupported
   + StoreUnusable
   + Unauthorized
@@ -148,6 +150,12 @@ class TeamsUnusable(HubError):
     """The Microsoft Teams surface cannot start: a secret its config names is not in the environment."""
 
     code = "teams_unusable"
+
+
+class EmailUnusable(HubError):
+    """Mail cannot be sent: a variable its config names is not in the environment, or its CA file cannot be read."""
+
+    code = "email_unusable"
 
 
 class StoreUnsupported(HubError):

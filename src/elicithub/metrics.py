@@ -1,4 +1,5 @@
-"""This hub's metrics, for `GET /metrics` in Prometheus text format: its questions, its runs, its HTTP requests.
+"""This hub's metrics, for `GET /metrics` in Prometheus text format: its questions, its runs, its HTTP requests, its
+models' requests and the notifications it sent.
 
 The broker tells `Metrics` of each question a run here starts or stops waiting on, and of each end this process made
 (the one transition of a question across the hubs sharing a store): the one place questions are counted, feeding
@@ -90,6 +91,13 @@ class Metrics:
             buckets=FIRST_TOKEN_BUCKETS_S,
             registry=registry,
         )
+        self._notifications = Counter(
+            "elicithub_notifications_total",
+            "Notifications to people where they are (email, slack, teams): sent; retried (an attempt failed, another "
+            "follows); failed (given up); skipped (its question ended first).",
+            ["channel", "outcome"],
+            registry=registry,
+        )
         # Each request's series, kept at hand: `labels()` checks and locks, a few microseconds a request. Routes are
         # templates and statuses a few, so these stay small.
         self._counted: dict[tuple[str, int], Counter] = {}
@@ -140,6 +148,11 @@ class Metrics:
     def model_first_token(self, model: str, seconds: float) -> None:
         if self.enabled:
             self._first_token.labels(model).observe(seconds)
+
+    def notification(self, channel: str, outcome: str) -> None:
+        """One notification of `channel` went out, or failed, or was dropped (`surfaces.reach.Notified`)."""
+        if self.enabled:
+            self._notifications.labels(channel, outcome).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -74,6 +74,7 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self.nonces: dict[str, str] = {}  # state -> the authorization request's nonce, then code -> nonce
         self.groups: dict[str, list[str]] = {}  # user -> the `groups` claim of the tokens a sign-in gets
         self.names: dict[str, str] = {}  # user -> the `name` their ID tokens carry
+        self.emails: dict[str, tuple[str, bool]] = {}  # user -> the `email` their ID tokens carry, and if verified
         self.access_ttl_s = 300
         self.refresh_tokens: dict[str, RefreshToken] = {}
 
@@ -137,7 +138,9 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         if "openid" in authorization_code.scopes:
             nonce = self.nonces.pop(authorization_code.code, None)
             name = self.names.get(subject)
-            id_token = self.mint(subject, aud=client.client_id, nonce=nonce, name=name, groups=self.groups.get(subject))
+            email, verified = self.emails.get(subject, (None, None))
+            claims = {"name": name, "groups": self.groups.get(subject), "email": email, "email_verified": verified}
+            id_token = self.mint(subject, aud=client.client_id, nonce=nonce, **claims)
             return OAuthIdToken(**token.model_dump(), id_token=id_token)
         return token
 

@@ -51,6 +51,7 @@ def test_an_admin_reads_each_approvals_record_newest_first(audited: RunningHub) 
     assert approved["tool"] == "ops.restart" and approved["requester"] == "alice"
     assert approved["approvers"] == {"users": [], "groups": ["ops"]}
     assert approved["answeredBy"] == "bob" and approved["outcome"] == "approved" and approved["reason"] == "load"
+    assert approved["channel"] == "chat"  # answered through the hub's HTTP API
     assert approved["arguments"] == {"service": "orders", "replicas": 4}  # as called, after the edit
     assert approved["elicitationId"].startswith("eli_") and approved["runId"].startswith("run_")
     assert datetime.fromisoformat(approved["at"]) <= datetime.fromisoformat(denied["at"])

@@ -1,4 +1,5 @@
-"""Opaque, signed, short-lived link tokens for url-mode elicitations: they name an elicitation and its user."""
+"""Opaque, signed, short-lived link tokens: a url-mode elicitation's names it and its user; other uses (mail's
+links) seal their own data under a purpose of their own."""
 
 from __future__ import annotations
 
@@ -34,23 +35,36 @@ class Link:
 
 
 class LinkSigner:
-    """Fernet tokens: encrypted (nothing in the link is readable) and authenticated, with a timestamp for expiry."""
+    """Fernet tokens: encrypted (nothing in the link is readable) and authenticated, with a timestamp for expiry.
+    `purpose` keeps the links of one use apart from another's (a sign-in link opens no mail's page)."""
 
-    def __init__(self, keys: Keys, clock: Callable[[], float] = time.time) -> None:
-        self._fernet = Fernet(base64.urlsafe_b64encode(keys.derive("link")))
-        self._tag_key = keys.derive("link-user")
+    def __init__(self, keys: Keys, clock: Callable[[], float] = time.time, purpose: str = "link") -> None:
+        self._fernet = Fernet(base64.urlsafe_b64encode(keys.derive(purpose)))
+        self._tag_key = keys.derive(f"{purpose}-user")
         self.clock = clock
         """The time (seconds since the epoch) links are signed and judged at; a test may move it on."""
+
+    def seal(self, data: dict[str, str | float]) -> str:
+        """A token holding `data`, readable only by `unseal`."""
+        payload = json.dumps(data, separators=(",", ":"))
+        return self._fernet.encrypt_at_time(payload.encode(), int(self.clock())).decode()
+
+    def unseal(self, token: str) -> dict[str, object] | None:
+        """What `seal` put in `token`; None for a token that is not one of this signer's, or was altered."""
+        try:
+            data = json.loads(self._fernet.decrypt(token.encode()))
+        except (InvalidToken, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     def user_tag(self, user_id: str) -> str:
         return hmac.new(self._tag_key, user_id.encode(), hashlib.sha256).hexdigest()[:32]
 
     def sign(self, elicitation_id: str, user_id: str, once: str | None = None) -> str:
-        data = {"e": elicitation_id, "u": self.user_tag(user_id)}
+        data: dict[str, str | float] = {"e": elicitation_id, "u": self.user_tag(user_id)}
         if once is not None:
             data["o"] = once
-        payload = json.dumps(data, separators=(",", ":"))
-        return self._fernet.encrypt_at_time(payload.encode(), int(self.clock())).decode()
+        return self.seal(data)
 
     def verify(self, token: str, max_age_s: float) -> Link:
         try:

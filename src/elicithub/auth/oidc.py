@@ -44,10 +44,12 @@ DISCOVERY_TIMEOUT_S = 5.0
 
 @dataclass(frozen=True)
 class Person:
-    """Someone the provider signed in: the hub user (`user_claim`), and the name to greet them by, if it gave one."""
+    """Someone the provider signed in: the hub user (`user_claim`), the name to greet them by, and their address
+    when the provider says it verified it (`email` with `email_verified: true`), if it gave them."""
 
     user_id: str
     name: str | None = None
+    email: str | None = None
 
 
 NAME_CLAIMS = ("name", "preferred_username", "email")
@@ -118,7 +120,7 @@ class OidcVerifier:
         if claims is None or claims.get("nonce") != nonce:
             return None
         user = self._user_of(claims)
-        return None if user is None else Person(user, _name(claims))
+        return None if user is None else Person(user, _name(claims), _verified_email(claims))
 
     async def _keys_for(self, token: str) -> bool:
         """Whether `token` is a JWS; if so, the keys are made current enough to check it."""
@@ -203,6 +205,11 @@ class OidcVerifier:
 
 def _name(claims: JsonObject) -> str | None:
     return next((v for c in NAME_CLAIMS if isinstance(v := claims.get(c), str) and v.strip()), None)
+
+
+def _verified_email(claims: JsonObject) -> str | None:
+    email = claims.get("email")
+    return email if claims.get("email_verified") is True and isinstance(email, str) and "@" in email else None
 
 
 def _header(token: str) -> JsonObject | None:

@@ -1,7 +1,7 @@
 """The hub's YAML configuration: the whole file's model, its loading, and errors that name the key path.
 
 Each section's models live in a module of their own in this package (`hub`, `auth`, `services`, `surfaces`,
-`approvals`; `base` and `env` hold what they share); every name is imported from here.
+`email`, `approvals`; `base` and `env` hold what they share); every name is imported from here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import Discriminator, Field, Tag, ValidationError, model_validator
 from elicithub.config.approvals import ApprovalPolicy, AuditConfig, check_approvals
 from elicithub.config.auth import SESSION_S, AuthConfig, OidcConfig, UserConfig
 from elicithub.config.base import Strict
+from elicithub.config.email import EmailConfig, SmtpConfig
 from elicithub.config.env import interpolate
 from elicithub.config.hub import (
     ConversationsConfig,
@@ -56,6 +57,7 @@ __all__ = [
     "ConversationsConfig",
     "DemoConfig",
     "ElicitationConfig",
+    "EmailConfig",
     "LimitsConfig",
     "McpServerConfig",
     "McpSurfaceConfig",
@@ -70,6 +72,7 @@ __all__ = [
     "ServerConfig",
     "ServiceConfig",
     "SlackConfig",
+    "SmtpConfig",
     "StoreConfig",
     "StreamsConfig",
     "TeamsConfig",
@@ -139,6 +142,8 @@ class Config(Strict):
     """The Slack app; unset: off."""
     teams: TeamsConfig | None = None
     """The Microsoft Teams bot; unset: off."""
+    email: EmailConfig | None = None
+    """Mail to approvers (and people whose questions wait), with links to pages that answer; unset: off."""
     groups: dict[str, list[Annotated[str, Field(min_length=1)]]] = {}
     """Static groups of user ids, by group name: approval policies name them (with OIDC, the token's groups count
     too)."""
@@ -191,6 +196,7 @@ class Config(Strict):
         known = {u.id for u in self.users} | set(self.admins) | {m for ms in self.groups.values() for m in ms}
         known |= set(self.slack.users.values()) if self.slack is not None else set()
         known |= set(self.teams.users.values()) if self.teams is not None else set()
+        known |= set(self.email.users) if self.email is not None else set()
         known |= {self.demo.dev_user} if self.demo.enabled else set()
         # The demo brings agents of its own: then not every prefix is known here.
         ids = [*(s.id for s in self.mcp_servers), *(a.id for a in self.a2a_agents), *(a.id for a in self.agents)]

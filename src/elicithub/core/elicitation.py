@@ -71,21 +71,26 @@ class AnswerJson(TypedDict):
     action: Action
     content: JsonObject | None
     by: NotRequired[str]
+    via: NotRequired[str]
 
 
 @dataclass(frozen=True)
 class Answer:
     """What a person said: an action, and for an accepted form its content (for an approval's decline, its
-    `reason`); `by`: who said it, where someone other than the question's user may answer (an approval)."""
+    `reason`); `by`: who said it, where someone other than the question's user may answer (an approval); `via`: the
+    channel it came through (the surface: chat, mcp, a2a, agui, slack, email, ...), for the audit."""
 
     action: Action
     content: JsonObject | None = None
     by: str | None = None
+    via: str | None = None
 
     def to_json(self) -> AnswerJson:
         data: AnswerJson = {"action": self.action, "content": self.content}
         if self.by is not None:
             data["by"] = self.by
+        if self.via is not None:
+            data["via"] = self.via
         return data
 
 
@@ -187,10 +192,14 @@ class Elicitation:
             created_at=datetime.fromisoformat(data["created_at"]),
             expires_at=datetime.fromisoformat(data["expires_at"]),
             state=State(data["state"]),
-            answer=None if answer is None else Answer(answer["action"], answer.get("content"), answer.get("by")),
+            answer=None if answer is None else _answer(answer),
             resolved_at=None if resolved is None else datetime.fromisoformat(resolved),
             approval=None if approval is None else Approval.from_json(approval),
         )
+
+
+def _answer(data: AnswerJson) -> Answer:
+    return Answer(data["action"], data.get("content"), data.get("by"), data.get("via"))
 
 
 def new_elicitation(
@@ -259,6 +268,7 @@ Decision = Resolve | Repeat | Conflict | Expire | Invalid
 
 
 def _same_answer(a: Answer | None, b: Answer) -> bool:
+    """Whether `b` repeats `a` (through whichever channel: the same person's same answer)."""
     if a is None or a.action != b.action or a.by != b.by:
         return False
     # A decline's content is what decide() kept of it: only an approval's reason.
@@ -294,7 +304,7 @@ def decide(elicitation: Elicitation, answer: Answer, now: datetime) -> Decision:
     if answer.action == "decline":
         return Resolve(State.DECLINED, answer)
     # url mode carries no content; cancel never does.
-    return Resolve(_ACTION_STATE[answer.action], Answer(answer.action, by=answer.by))
+    return Resolve(_ACTION_STATE[answer.action], Answer(answer.action, by=answer.by, via=answer.via))
 
 
 def _kept_of_decline(elicitation: Elicitation, content: JsonObject | None) -> JsonObject | None:

@@ -158,7 +158,9 @@ class KeyValueStore(Protocol):
     (`mcp-task:`, and each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool
     listings (`tools:`), the groups of people signed in to the widget (`signed-in-groups:`), approvals whose end is
     not yet recorded (`approval-open:`, and the list `approvals-open`), their timers (`approval-timer:`, and the list
-    `approval-timers`), the approval each call got (`approval-given:`) and the audit log (the list `audit`).
+    `approval-timers`), the approval each call got (`approval-given:`), the audit log (the list `audit`), the
+    notifications waiting to go out (`outbox:`, and each channel's list `outbox:NAME`), mail links' single-use
+    tickets (`email-link-once:`) and the addresses people's identity providers verified (`signed-in-email:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...

@@ -27,7 +27,8 @@ PAGE = 200
 class ApprovalRecord(TypedDict):
     """One approval as the log keeps it (`GET /run/api/audit` shows it: surfaces/audit.py): the call's `arguments`
     as called, or as asked when it was not; who could answer (`approvers`); the `outcome` (approved, denied, expired
-    or cancelled) and the approver's `reason`, their words alone."""
+    or cancelled) and the approver's `reason`, their words alone; `channel`: the surface the answer came through (chat,
+    slack, email, ...; None when nobody answered)."""
 
     elicitationId: str
     at: str
@@ -37,6 +38,7 @@ class ApprovalRecord(TypedDict):
     requester: str
     approvers: PeopleJson
     answeredBy: str | None
+    channel: str | None
     outcome: str
     reason: str
 

@@ -65,7 +65,8 @@ class Caller:
     user_id: str | None
     supports_elicitation: bool = False
     surface: str = "chat"
-    """chat, mcp, a2a or slack: a tool that cannot ask its person says what to change in these words."""
+    """chat (the hub's HTTP API: the widget, the inbox, clients), mcp, a2a, agui, slack or email: a tool that cannot
+    ask its person says what to change in these words, and the audit names it as the channel of an answer."""
     modes: frozenset[str] = frozenset({"form", "url"})
     """The question modes the client can show (an MCP client declares them)."""
     anonymous: str | None = None
@@ -222,6 +223,7 @@ class Conversations:
         for an approval). `own`: only a question of the caller's own runs (an answer whose continuation streams to
         them); else also an approval routed to them."""
         groups = self.groups_of(caller)
+        answer = replace(answer, via=answer.via or caller.surface)  # the channel it came through, for the audit
         elicitation = await self.broker.lookup(elicitation_id, caller.user_id, conversation_id, groups)
         if own and elicitation.user_id != caller.user_id:
             raise ElicitationNotFound(elicitation_id)

@@ -260,13 +260,25 @@ def _position(last_event_id: str | None) -> int | None:
     return int(last_event_id) if len(last_event_id) <= _MAX_DIGITS else None
 
 
+Heard = Callable[[Elicitation, StreamEvent], None]
+"""Told of a question shown on its run's stream, or of its end, on the hub where the run goes on (perhaps more than
+once); it must not make the run wait."""
+
+
 class InboxSink:
-    """The broker's sink: a question and its end go to its run's stream, and to the inbox."""
+    """The broker's sink: a question and its end go to its run's stream, to the inbox, and to those that `hear` them
+    (a surface that reaches people where they are)."""
 
     def __init__(self, stream: EventSink, inbox: Inbox) -> None:
         self.stream = stream
         self.inbox = inbox
+        self._hearers: list[Heard] = []
+
+    def hear(self, hearer: Heard) -> None:
+        self._hearers.append(hearer)
 
     async def publish(self, elicitation: Elicitation, event: StreamEvent) -> None:
         await self.stream.publish(elicitation, event)
         self.inbox.heard(elicitation, event)
+        for hearer in self._hearers:
+            hearer(elicitation, event)

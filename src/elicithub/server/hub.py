@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from elicithub import telemetry
+from elicithub.auth.addresses import SignedInAddresses
 from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
@@ -67,6 +68,7 @@ from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 if TYPE_CHECKING:
+    from elicithub.surfaces.email import EmailSurface
     from elicithub.surfaces.slack import SlackSurface
     from elicithub.surfaces.teams import TeamsSurface
 
@@ -111,8 +113,9 @@ class Hub:
         # A durable store keeps questions open across a shutdown, and the runs waiting on them resume after it.
         self.inbox = Inbox(self.backend.events, self.store)
         """Every person's inbox: the questions shown and ended, on whichever hub, on one shared log."""
-        sink = InboxSink(self.stream, self.inbox)
-        self.broker = Broker(self.store, sink, durable=self.backend.durable, counts=self.metrics)
+        self.sink = InboxSink(self.stream, self.inbox)
+        """Where questions shown and ended go: their run's stream, the inbox, and surfaces that hear them."""
+        self.broker = Broker(self.store, self.sink, durable=self.backend.durable, counts=self.metrics)
         self.model = model if model is not None else create_model(config.default_model(), self.metrics)
         self.agent_setups = self._agent_setups(model)
         self.streams = OpenStreams()
@@ -147,8 +150,10 @@ class Hub:
         self.links = LinkSigner(self.keys)
         self.link_tickets = LinkTickets(self.backend.kv)
         self.oauth = OAuthClient(self.vault, config.public_url)
-        # Kept as long as the sessions their sign-ins start.
-        self.signed_in_groups = SignedInGroups(self.backend.kv, oidc.session_s if oidc is not None else SESSION_S)
+        # Kept as long as the sessions their sign-ins start; the verified addresses only when mail is sent.
+        kv, keep_s = self.backend.kv, oidc.session_s if oidc is not None else SESSION_S
+        self.signed_in_groups = SignedInGroups(kv, keep_s)
+        self.signed_in_addresses = SignedInAddresses(kv, keep_s) if oidc and config.email else None
 
     def _build_approvals(self) -> ApprovalGate:
         """Approvals: who hears of them, their timers, ends and audit log; the gate that wraps the triggers."""
@@ -248,6 +253,7 @@ class Hub:
             self.keys.derive("oidc-sign-in"),
             self.oidc_client_secret,
             self.signed_in_groups,
+            self.signed_in_addresses,
         )
 
     def _build_pages(self) -> None:
@@ -279,7 +285,7 @@ class Hub:
         )
 
     def _build_surfaces(self) -> None:
-        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI; Slack and Teams when configured)."""
+        """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI; Slack, Teams and email when configured)."""
         config, oidc = self.config, self.config.auth.oidc
         agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
         self.mcp = McpSurface(
@@ -318,6 +324,7 @@ class Hub:
                 config.conversations.retention_s + config.elicitation.timeout_s,
                 config.groups,
                 self.signed_in_groups.of if oidc is not None else None,
+                self.metrics.notification,
             )
             self.approval_notices.register(self.slack.approvals)
         self.teams: TeamsSurface | None = None
@@ -336,6 +343,18 @@ class Hub:
                 self.signed_in_groups.of if oidc is not None else None,
             )
             self.approval_notices.register(self.teams.approvals)
+        self.email: EmailSurface | None = None
+        if config.email is not None:
+            from elicithub.surfaces.email import EmailSurface  # imports aiosmtplib: only when configured
+
+            groups_of = self.signed_in_groups.of if oidc is not None else None
+            self.email = EmailSurface(
+                config.email, config.public_url, self.keys, self.backend.kv, self.store, self.conversations,
+                config.groups, self.metrics.notification, groups_of, self.signed_in_addresses,
+            )  # fmt: skip
+            self.approval_notices.register(self.email.notices)
+            if config.email.questions:
+                self.sink.hear(self.email.notices.heard)
         self.agui = AguiSurface(
             self.conversations,
             self.backend.kv,
@@ -351,6 +370,7 @@ class Hub:
             self.agui,
             *([self.slack] if self.slack is not None else []),
             *([self.teams] if self.teams is not None else []),
+            *([self.email] if self.email is not None else []),
         ]
         """The surfaces that serve a protocol of their own: the app mounts their routes and runs their lifespans."""
 

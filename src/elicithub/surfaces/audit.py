@@ -15,8 +15,9 @@ from elicithub.surfaces.responses import ErrorBody
 
 class AuditRecord(BaseModel):
     """One approval: the call (`tool`, its `arguments` as called, or as asked when it was not), who asked, who could
-    answer, who did, how it ended (approved, denied, expired, cancelled) and the approver's `reason` in their own
-    words (`""` when they gave none, or nobody answered)."""
+    answer, who did and through which `channel` (the surface: chat for the hub's HTTP API, the widget and the inbox;
+    mcp, a2a, agui, slack, email; null when nobody answered), how it ended (approved, denied, expired, cancelled) and
+    the approver's `reason` in their own words (`""` when they gave none, or nobody answered)."""
 
     at: str
     elicitationId: str
@@ -26,6 +27,7 @@ class AuditRecord(BaseModel):
     requester: str
     approvers: dict[str, list[str]]
     answeredBy: str | None
+    channel: str | None = None
     outcome: str
     reason: str
 

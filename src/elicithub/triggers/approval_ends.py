@@ -101,6 +101,7 @@ class ApprovalEnds:
                 "requester": ended.user_id,
                 "approvers": asked_of(ended).to_json(),
                 "answeredBy": ended.answered_by,
+                "channel": ended.answer.via if ended.answer is not None and ended.answered_by else None,
                 "outcome": decision.outcome,
                 "reason": words_of(content),
             }

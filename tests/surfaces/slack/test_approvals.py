@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from elicithub.core.elicitation import State
@@ -109,6 +110,8 @@ def test_each_approver_with_a_slack_account_gets_a_direct_message_with_approve_d
         hub.press(BOB, bob, APPROVE)
         rest = alice.rest()
     assert tool_output(rest) == ("Restarted orders with 2 replicas.", False)
+    metrics = httpx.get(f"{hub.url}/metrics").text
+    assert 'elicithub_notifications_total{channel="slack",outcome="sent"} 2.0' in metrics.splitlines()
 
 
 def test_without_allow_edit_the_message_has_no_edit_button(hub_for: HubFor, standin: SlackStandIn) -> None:
@@ -157,6 +160,7 @@ def test_deny_asks_a_reason_refuses_the_call_and_every_message_says_why(
         ended(standin, dm, "Denied by bob: not during the freeze")
     record = audit_record(hub.url, pending["id"])
     assert (record["answeredBy"], record["outcome"], record["reason"]) == ("bob", "denied", "not during the freeze")
+    assert record["channel"] == "slack"
 
 
 def test_a_second_approvers_press_is_not_taken_and_tells_them_who_answered(

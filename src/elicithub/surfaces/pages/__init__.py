@@ -13,7 +13,7 @@ WEB_DIR = Path(__file__).resolve().parents[2] / "clients" / "web"
 
 # A page loads only its own files and talks only to its own origin; server text is never markup, and this keeps it
 # inert even if a bug ever let some through.
-_HEADERS = {
+PAGE_HEADERS = {
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -31,6 +31,6 @@ user: server/dev_sign_in.py)."""
 
 async def page(name: str, request: Request, welcome: Welcome) -> FileResponse:
     """One of the pages in WEB_DIR, with the headers every page gets, for the browser `welcome` has seen to."""
-    response = FileResponse(WEB_DIR / name, media_type="text/html", headers=_HEADERS)
+    response = FileResponse(WEB_DIR / name, media_type="text/html", headers=PAGE_HEADERS)
     await welcome(request, response)
     return response

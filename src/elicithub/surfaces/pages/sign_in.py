@@ -15,6 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from elicithub.auth.addresses import SignedInAddresses
 from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.oidc import OidcVerifier, Person
 from elicithub.auth.sessions import CALLBACK_PATH, Session, widget_client
@@ -43,7 +44,7 @@ class ProviderSignIn:
     """The sign-in pages, with what they need handed over by the hub that builds them (as the other pages get
     theirs): the provider's settings and verifier (None when the hub has no provider), the identity whose session
     they start and end, the key that seals a sign-in in progress, the client secret if any, and where the groups
-    of those signed in are kept."""
+    (and, when mail is sent, the verified addresses) of those signed in are kept."""
 
     def __init__(
         self,
@@ -54,6 +55,7 @@ class ProviderSignIn:
         key: bytes,
         client_secret: str | None,
         groups: SignedInGroups,
+        addresses: SignedInAddresses | None = None,
     ) -> None:
         self.public_url = public_url.rstrip("/")
         self.oidc = oidc
@@ -62,6 +64,7 @@ class ProviderSignIn:
         self.client_secret = client_secret
         self.groups = groups
         """Where the groups of each sign-in's ID token are kept, for the session it starts (admins, approvers)."""
+        self.addresses = addresses
         self.secure = self.public_url.startswith("https://")
         self._pending = URLSafeTimedSerializer(key, salt="elicithub-oidc-sign-in")
         self.router = APIRouter(include_in_schema=False)
@@ -123,6 +126,8 @@ class ProviderSignIn:
         if person is None:
             return _page(401, "Not signed in", "The identity provider's answer could not be verified.", again)
         await self.groups.remember(person.user_id, self.verifier.groups(str(token.get("id_token", "")), id_token=True))
+        if self.addresses is not None:
+            await self.addresses.remember(person.user_id, person.email)
         response = RedirectResponse("/", status_code=302, headers={"cache-control": "no-store"})
         response.delete_cookie(PENDING_COOKIE, path=CALLBACK_PATH)
         await self.identity.start_provider_session(response, person, token, secure=self.secure)

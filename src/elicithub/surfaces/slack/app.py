@@ -30,6 +30,7 @@ from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.errors import QuestionRefused, SlackUnusable
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces.reach import Notified, uncounted
 from elicithub.surfaces.slack import blocks
 from elicithub.surfaces.slack.approval_blocks import APPROVAL_FORM
 from elicithub.surfaces.slack.approvals import GroupsOf, SlackApprovals, no_groups
@@ -77,9 +78,11 @@ class SlackSurface:
         retention_s: float,
         groups: Mapping[str, Collection[str]] | None = None,
         groups_of: GroupsOf | None = None,
+        notified: Notified = uncounted,
     ) -> None:
         """`groups`: the hub's static groups (whose members with a Slack account are sent approvals); `groups_of`: a
-        person's identity-provider groups, where there are any (who may answer an approval)."""
+        person's identity-provider groups, where there are any (who may answer an approval); `notified`: counts the
+        approvals' messages (the hub's metrics)."""
         self.conversations = conversations
         self.users = dict(config.users)
         self.agent = config.agent
@@ -101,7 +104,7 @@ class SlackSurface:
             servers,
         )
         self.approvals = SlackApprovals(
-            self.client, self.records, conversations, self.users, groups or {}, groups_of or no_groups
+            self.client, self.records, conversations, self.users, groups or {}, groups_of or no_groups, notified
         )
         """Told of approvals by the hub (`hub.approval_notices`): the direct messages to approvers."""
         self.writer = ThreadWriter(self.client, self.records, conversations, self.questions)

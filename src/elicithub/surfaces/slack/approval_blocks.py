@@ -8,7 +8,7 @@ from typing import Any
 
 from elicithub.core.approval import DECISION_FIELDS
 from elicithub.core.elicitation import Elicitation
-from elicithub.surfaces.approval_words import how_it_ended
+from elicithub.surfaces.reach import how_it_ended
 from elicithub.surfaces.slack.blocks import Block, form_view
 from elicithub.surfaces.slack.text import SECTION_MAX, escape, mrkdwn, plain, shorten
 
@@ -74,10 +74,13 @@ def approval_message(elicitation: Elicitation, asked: str) -> tuple[str, list[Bl
     return elicitation.message, blocks
 
 
+_EMOJI = {"approved": ":white_check_mark:", "denied": ":no_entry_sign:", "expired": ":hourglass:"}
+
+
 def ended_label(elicitation: Elicitation) -> str:
     """How an approval ended, as its messages say it: Approved by carol, Denied by carol: reason, Expired, ..."""
     kind, words = how_it_ended(elicitation)
-    return f"{_MARKS[kind]} {words}"
+    return f"{_MARKS.get(kind, _MARKS['cancelled'])} {words}"
 
 
 def ended_message(elicitation: Elicitation) -> tuple[str, list[Block]]:

@@ -2,7 +2,7 @@
 reminded in its thread, and see it updated when the approval ends; their presses and modals answer as them.
 
 The direct messages are kept on the store (`SlackRecords.add_dm`), so the hub where an approval ends updates them
-whichever hub sent them. Who gets one: see `surfaces/reach.py` (those with a `slack.users` mapping).
+whichever hub sent them. Who gets one: those a notice reaches (surfaces/reach.py) with a `slack.users` mapping.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from elicithub.errors import (
 )
 from elicithub.runtime.approvers import asked_of, named
 from elicithub.runtime.conversations import Caller, Conversations, is_open
-from elicithub.surfaces.reach import accounts_of
+from elicithub.surfaces.reach import Notified, reached, uncounted
 from elicithub.surfaces.slack import approval_blocks, blocks
 from elicithub.surfaces.slack.records import DirectMessage, SlackRecords
 
@@ -47,7 +47,7 @@ async def no_groups(user_id: str) -> frozenset[str]:
 
 class SlackApprovals:
     """An `ApprovalListener` that reaches approvers in Slack, and the answers they give there. `users`: Slack user id
-    -> hub user (`slack.users`); `groups`: the hub's static groups."""
+    -> hub user (`slack.users`); `groups`: the hub's static groups; `notified` counts each message sent, or not."""
 
     def __init__(
         self,
@@ -57,6 +57,7 @@ class SlackApprovals:
         users: Mapping[str, str],
         groups: Mapping[str, Collection[str]],
         groups_of: GroupsOf = no_groups,
+        notified: Notified = uncounted,
     ) -> None:
         self.client = client
         self.records = records
@@ -64,6 +65,7 @@ class SlackApprovals:
         self.users = users
         self.groups = groups
         self.groups_of = groups_of
+        self.notified = notified
 
     # -- the listener
 
@@ -84,7 +86,9 @@ class SlackApprovals:
                 else:
                     text = approval_blocks.reminder(elicitation)
                     await self.client.chat_postMessage(channel=dm.channel, thread_ts=dm.ts, text=text)
+                    self.notified("slack", "sent")
             except Exception:
+                self.notified("slack", "failed")
                 log.exception("cannot remind %s of approval %s in Slack", slack_user, elicitation.id)
 
     async def ended(self, elicitation: Elicitation) -> None:
@@ -112,10 +116,13 @@ class SlackApprovals:
                 try:
                     await self._send(elicitation, slack_user)
                 except Exception:
+                    self.notified("slack", "failed")
                     log.exception("cannot ask %s for approval %s in Slack", slack_user, elicitation.id)
 
     def _slack_users(self, elicitation: Elicitation, to: People) -> list[str]:
-        return accounts_of(to, elicitation.user_id, self.groups, self.users)
+        """The Slack accounts of those a notice to `to` reaches."""
+        people = reached(elicitation, to, self.groups)
+        return sorted(slack_user for slack_user, user in self.users.items() if user in people)
 
     async def _send(self, elicitation: Elicitation, slack_user: str) -> None:
         opened = await self.client.conversations_open(users=slack_user)
@@ -124,6 +131,7 @@ class SlackApprovals:
         posted = await self.client.chat_postMessage(channel=channel, text=text, blocks=shown)
         keep_s = (elicitation.expires_at - utcnow()).total_seconds()
         await self.records.add_dm(elicitation.id, DirectMessage(slack_user, channel, str(posted["ts"])), keep_s)
+        self.notified("slack", "sent")
 
     # -- an approver acts
 

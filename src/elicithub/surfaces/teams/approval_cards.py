@@ -11,7 +11,7 @@ from microsoft_teams.cards import AdaptiveCard, Fact, FactSet, TextInput
 
 from elicithub.core.approval import DECISION_FIELDS
 from elicithub.core.elicitation import Elicitation
-from elicithub.surfaces.approval_words import how_it_ended
+from elicithub.surfaces.reach import how_it_ended
 from elicithub.surfaces.teams.cards import execute, form_body, new_card, note, text
 
 APPROVE = "elicithub.approve"
@@ -83,7 +83,7 @@ def approval_card(
 def ended_label(elicitation: Elicitation) -> str:
     """How an approval ended, as its cards say it: ✅ Approved by carol, 🚫 Denied by carol: reason, ⌛ Expired, ..."""
     kind, words = how_it_ended(elicitation)
-    return f"{_MARKS[kind]} {words}"
+    return f"{_MARKS.get(kind, _MARKS['cancelled'])} {words}"
 
 
 def ended_card(elicitation: Elicitation) -> AdaptiveCard:
