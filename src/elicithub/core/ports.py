@@ -149,16 +149,27 @@ class Entry(NamedTuple):
     value: str
 
 
+class Held(NamedTuple):
+    """What `KeyValueStore.hold` did (`holding` found): whether it holds the member now, how many members the set
+    holds (that one included), and when the first of them lapses (unix ms; 0 when the set is empty)."""
+
+    taken: bool
+    members: int
+    first_end_ms: int
+
+
 class KeyValueStore(Protocol):
     """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key. Apart
-    from those, lists of entries by key, each entry with its own lifetime, that many writers add to at once.
+    from those, lists of entries by key, each entry with its own lifetime, that many writers add to at once; and sets
+    of members by key, each member held for a lifetime of its own, that many hubs take places in at once up to a limit.
 
     Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, `session:`, sealed
     before they get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks
     (`mcp-task:`, and each user's list of them, `mcp-tasks:`), Slack's records (`slack:`), user-scoped servers' tool
     listings (`tools:`), the groups of people signed in to the widget (`signed-in-groups:`), approvals whose end is
     not yet recorded (`approval-open:`, and the list `approvals-open`), their timers (`approval-timer:`, and the list
-    `approval-timers`), the approval each call got (`approval-given:`) and the audit log (the list `audit`).
+    `approval-timers`), the approval each call got (`approval-given:`), the audit log (the list `audit`), and the
+    limits' sets of what each person holds (`limits:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
@@ -180,6 +191,18 @@ class KeyValueStore(Protocol):
         """The list's entries not expired, latest first (by `expires_ms`, then `value`), at most `limit`; those after
         `before` in that order, when given (the last entry of a page reads the next page, whether or not it is still
         kept)."""
+
+    async def hold(self, key: str, member: str, ttl_s: float, limit: int | None = None) -> Held:
+        """Hold `member` in the set under `key` (a key of sets, apart from `put`'s and `add_entry`'s) for `ttl_s`
+        from now, unless the set holds `limit` other members already; in one step across every hub sharing the
+        store, so that of many at once no more than `limit` are taken. A member held again is taken whatever the
+        limit, its lifetime starting over; a member is gone once its lifetime is over."""
+
+    async def release(self, key: str, member: str) -> None:
+        """Let go of `member` (nothing happens when the set does not hold it)."""
+
+    async def holding(self, key: str) -> Held:
+        """How many members the set holds now, and when the first lapses (`taken` is False)."""
 
 
 class EventLog(Protocol):
