@@ -42,12 +42,20 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import request_event
 from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsoncodec import whole_numbers
-from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent
+from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, Limited
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import expiry
 from elicithub.surfaces.a2a.answer import StreamedAnswer
 from elicithub.surfaces.a2a.card import BearerCallContext, a2a_caller, agent_card
-from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
+from elicithub.surfaces.gates import (
+    Bearer,
+    BearerGate,
+    FiniteNumbers,
+    field_errors,
+    limited_data,
+    refusal,
+    sdk_endpoint,
+)
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, Status
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
@@ -270,9 +278,16 @@ class _Executor(AgentExecutor):
                     )
                 )
                 agent = context.metadata.get("agent") if context.metadata else None
-                sent = await surface.conversations.send(
-                    driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
-                )
+                try:
+                    sent = await surface.conversations.send(
+                        driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
+                    )
+                except Limited as exc:
+                    # A2A's own word for work an agent will not take: the task is rejected, saying why and when to
+                    # try again.
+                    error = {"error": {"message": str(exc), **limited_data(exc)}}
+                    await updater.reject(updater.new_agent_message([new_text_part(str(exc)), new_data_part(error)]))
+                    return
                 # The run is named at once, so a CancelTask before its first pause stops it too.
                 run: TaskRun = {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}
                 running = {META: run}
