@@ -339,7 +339,9 @@ async def drive(
     print(
         f"Hub RSS: {before:.0f} MB before the overload, peak {max(rss, default=before):.0f} MB, "
         f"{rss[len(rss) // 2] if rss else before:.0f} MB half-way, {settled:.0f} MB after; "
-        f"first/last 10 s max: {max(rss[:10], default=0):.0f}/{max(rss[-10:], default=0):.0f} MB."
+        f"first/last 10 s max: {max(rss[:10], default=0):.0f}/{max(rss[-10:], default=0):.0f} MB; every 10 s: "
+        + ", ".join(f"{mb:.0f}" for mb in rss[::10])
+        + " MB."
     )
     print(f"/readyz during the overload: {dict(sorted(ready.items()))} (status: count; 0 = no answer).")
     for p in phases:

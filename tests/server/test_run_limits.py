@@ -12,6 +12,7 @@ import httpx
 import pytest
 from a2a.helpers import get_data_parts
 from a2a.types import TaskState
+from a2a.utils.errors import InternalError
 from ag_ui.core import RunErrorEvent
 from mcp.shared.exceptions import MCPError
 
@@ -217,3 +218,27 @@ def test_no_limit_is_on_by_default(hub: RunningHub) -> None:
         for _ in range(5):
             asked(alice)
         assert chat(alice).status_code == 200
+
+
+def test_an_overloaded_hub_refuses_new_runs_on_every_surface_and_answers_still_go_through(make_hub: HubFactory) -> None:
+    hub = make_hub(limits={"max_active_runs": 1})
+    with hub.client("alice") as alice:
+        question = asked(alice)
+
+        async def go() -> None:
+            async with connected(hub, "2026-07-28") as (client, _):
+                with pytest.raises(MCPError) as on_mcp:
+                    await client.call_tool("assistant", {"message": "hello"})
+            assert on_mcp.value.error.code == -32000
+            assert on_mcp.value.error.data == {"code": "overloaded", "retryAfter": 1}
+            async with a2a_client(hub, "alice") as a2a:  # refused before the SDK makes a task of it
+                with pytest.raises(InternalError) as on_a2a:
+                    await task_of(a2a, message("hello"))
+            assert on_a2a.value.data == {"code": "overloaded", "retryAfter": 1}
+            assert "limits.max_active_runs" in on_a2a.value.message
+
+        asyncio.run(go())
+        [*_, error] = run(hub, run_input("thread-1", "hello"))
+        assert isinstance(error, RunErrorEvent) and error.code == "overloaded"
+        assert answered(alice, *question).text == PROVISIONED
+    assert limited(hub, "max_active_runs") == 3

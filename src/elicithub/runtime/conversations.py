@@ -443,6 +443,11 @@ class Conversations:
         """Runs of this instance: going, or parked while their questions wait."""
         return self._running.running()
 
+    def shed(self) -> None:
+        """Overloaded when this hub holds as many runs as it may: for a surface that would do store work of its own
+        before it starts a run (`send` sheds too)."""
+        self.limits.shed(self._running.running())
+
     def parked(self) -> int:
         """Runs of this instance parked (or parking): waiting on their questions without a task."""
         return self._running.parked()

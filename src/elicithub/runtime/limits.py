@@ -64,6 +64,16 @@ class Limits:
     def counts_questions(self) -> bool:
         return self.config.per_user.pending_questions is not None
 
+    def shed(self, running: int) -> None:
+        """Refuse a new run at once (Overloaded) when this hub, holding `running` runs and starting others, is at
+        `max_active_runs`."""
+        ceiling = self.config.max_active_runs
+        if ceiling is not None and running + self._starting >= ceiling:
+            self._refused("max_active_runs")
+            raise Overloaded(
+                f"This hub holds as many runs as it may ({ceiling}, limits.max_active_runs).", OVERLOADED_RETRY_S
+            )
+
     @contextlib.asynccontextmanager
     async def admission(self, caller: Caller, run_id: str, running: int) -> AsyncIterator[list[str]]:
         """A new run for `caller` while this hub holds `running` runs: shed at once (Overloaded) past
@@ -71,12 +81,7 @@ class Limits:
         block gets the keys of the sets that hold the run's place (its record keeps them, so that whichever hub
         finishes it lets them go), and starts the run; if it fails, the run's places are let go. Until the block
         ends the run counts toward `max_active_runs` as one being started."""
-        ceiling = self.config.max_active_runs
-        if ceiling is not None and running + self._starting >= ceiling:
-            self._refused("max_active_runs")
-            raise Overloaded(
-                f"This hub holds as many runs as it may ({ceiling}, limits.max_active_runs).", OVERLOADED_RETRY_S
-            )
+        self.shed(running)
         self._starting += 1
         try:
             held = await self._admit(caller, run_id)
