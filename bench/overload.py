@@ -276,7 +276,8 @@ async def drive(
     await wait_healthy(url)
     await closed_loop(url, 1, min(2.0, baseline_s))  # warm-up: imports, connections, the SQLite file
     unloaded = await measured("unloaded", "1 client", pids, closed_loop(url, 1, baseline_s))
-    sustained = await measured("sustained", f"{clients} clients", pids, closed_loop(url, clients, baseline_s))
+    many = f"{clients} client{'s' * (clients > 1)}"
+    sustained = await measured("sustained", many, pids, closed_loop(url, clients, baseline_s))
     rate = factor * max(len(sustained.tally.admitted), 1) / sustained.seconds  # every client ends its last round
     rss: list[float] = []
     ready: Counter[int] = Counter()
