@@ -189,7 +189,10 @@ class RunningHub(HubAddress):
         self.config = config
         # Named like `elicithub serve` names itself (host:port), so a hub restarted on this port is the same one.
         self.hub = Hub(config, instance=f"127.0.0.1:{self.port}")
-        self.served = ServedInThread(create_app(config, self.hub), self.port)
+        # As `elicithub serve` runs it: uvicorn trusts the forwarding headers of the proxies the hub trusts alone.
+        self.served = ServedInThread(
+            create_app(config, self.hub), self.port, forwarded_allow_ips=config.server.trusted_proxies
+        )
 
     def stop(self) -> None:
         self.served.stop()

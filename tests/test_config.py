@@ -129,6 +129,29 @@ def test_metrics_are_on_unless_turned_off_and_errors_name_the_key() -> None:
     assert error_of({"metrics": {"port": 9100}}) == "metrics.port: unknown key"
 
 
+def test_limits_are_off_unless_set_and_errors_name_the_key() -> None:
+    limits = parse_config({}).limits
+    assert limits.max_active_runs is None and limits.per_user.model_dump() == {
+        "requests_per_minute": None,
+        "active_runs": None,
+        "pending_questions": None,
+    }
+    assert parse_config({}).server.trusted_proxies == []
+    given = {
+        "per_user": {"requests_per_minute": 120, "active_runs": 8, "pending_questions": 100},
+        "max_active_runs": 500,
+    }
+    assert parse_config({"limits": given}).limits.per_user.active_runs == 8
+    assert (
+        error_of({"limits": {"max_active_runs": 0}})
+        == "limits.max_active_runs: input should be greater than or equal to 1"
+    )
+    assert error_of({"limits": {"per_user": {"runs": 3}}}) == "limits.per_user.runs: unknown key"
+    assert parse_config({"server": {"trusted_proxies": ["10.0.0.0/8", "::1", "192.0.2.7"]}}).server.trusted_proxies
+    refused = error_of({"server": {"trusted_proxies": ["10.0.0.0/8", "proxy.local"]}})
+    assert refused == "server.trusted_proxies: 'proxy.local' is not an IP address or network (CIDR)"
+
+
 def test_native_approvals_are_off_unless_turned_on_and_errors_name_the_key() -> None:
     assert parse_config({}).ui_stream.native_approvals is False
     assert parse_config({"ui_stream": {"native_approvals": True}}).ui_stream.native_approvals is True

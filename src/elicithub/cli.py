@@ -123,6 +123,9 @@ def serve(
         timeout_graceful_shutdown=5,
         loop=loop.value,
         http=http.value,
+        # uvicorn takes X-Forwarded-For and -Proto (for its access log, and the request's scheme) from the proxies
+        # the hub trusts, and from no one else: the hub reads the client's address the same way (server/addresses.py).
+        forwarded_allow_ips=loaded.server.trusted_proxies,
     )
     HubServer(served, hub, drain_s=loaded.server.drain_s).run()
 

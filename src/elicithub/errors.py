@@ -19,6 +19,9 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + Expired
   + InvalidContent
   + QuestionRefused
+  + Limited
+    - RateLimited
+    - Overloaded
   + CredentialRefused (triggers.credentials)
   + OAuthProblem (auth.discovery)
   + SchemaError (core.schema)
@@ -132,6 +135,32 @@ class QuestionRefused(HubError):
     submit in Slack that changes nothing (the message tells them why)."""
 
     code = "question_refused"
+
+
+class Limited(HubError):
+    """The hub starts no new run for this caller now (answers to open questions always go through); try again after
+    `retry_after_s` seconds."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(f"{message} Try again in {retry_after_s} s.")
+        self.retry_after_s = retry_after_s
+
+
+class RateLimited(Limited):
+    """The caller is over one of its own limits (`limits.per_user`); `limit` names which."""
+
+    code = "rate_limited"
+
+    def __init__(self, limit: str, message: str, retry_after_s: int) -> None:
+        super().__init__(message, retry_after_s)
+        self.limit = limit
+
+
+class Overloaded(Limited):
+    """The hub holds as many runs as it may (`limits.max_active_runs`): another hub, or this one a moment later, takes
+    the request."""
+
+    code = "overloaded"
 
 
 class KeyUnusable(HubError):

@@ -1,5 +1,5 @@
 """This hub's metrics, for `GET /metrics` in Prometheus text format: its questions, its runs, its HTTP requests, its
-models' requests and the notifications it sent.
+models' requests, the notifications it sent and what its limits refused.
 
 The broker tells `Metrics` of each question a run here starts or stops waiting on, and of each end this process made
 (the one transition of a question across the hubs sharing a store): the one place questions are counted, feeding
@@ -98,6 +98,12 @@ class Metrics:
             ["channel", "outcome"],
             registry=registry,
         )
+        self._limited = Counter(
+            "elicithub_limited_total",
+            "Requests refused by a limit: a person's (429) or this hub's max_active_runs (503).",
+            ["limit"],
+            registry=registry,
+        )
         # Each request's series, kept at hand: `labels()` checks and locks, a few microseconds a request. Routes are
         # templates and statuses a few, so these stay small.
         self._counted: dict[tuple[str, int], Counter] = {}
@@ -135,6 +141,11 @@ class Metrics:
             if timed is None:
                 timed = self._timed[route] = self._took.labels(route)
             timed.observe(seconds)
+
+    def limited(self, limit: str) -> None:
+        """A request was refused by `limit` (requests_per_minute, active_runs, pending_questions, max_active_runs)."""
+        if self.enabled:
+            self._limited.labels(limit).inc()
 
     def model_tokens(self, model: str, agent: str, input_tokens: int, output_tokens: int) -> None:
         if self.enabled:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -105,3 +106,18 @@ def test_the_gateway_benchmark_runs_every_way_in_both_eras() -> None:
         for way in ("direct", "gateway", "agent tool", "bare SDK proxy"):
             assert f"| {way} ({era}) |" in out, out
     assert "CPU milliseconds per call" in out and "| gateway | " in out, out
+
+
+def test_the_overload_benchmark_sheds_cleanly_and_loses_no_question() -> None:
+    out = run("overload.py", "--clients", "1", "--seconds", "1", "--baseline-seconds", "0.5", "--sheds", "20")
+    phases = ("| unloaded", "| sustained", "| overload", "| shed only")
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith(phases)]
+    assert [row[0] for row in rows] == list(phases), out
+    assert all(row[5] == "none" and row[9] == "0" for row in rows), out  # no status but 200 and 503, no error
+    assert rows[-1][4] == "20", out  # with the hub's runs held on their questions, every request is shed
+    assert "5xx other than 503: 0." in out and "lost or wrong in all phases: 0;" in out, out
+    assert "the hub holds 0 runs and 0 pending questions" in out, out
+    shed = re.search(r"it shed (\d+) by its own count, (\d+) by the clients'", out)
+    assert shed is not None and shed[1] == shed[2], out
+    ready = re.search(r"/readyz during the overload: \{(.*)\}", out)
+    assert ready is not None and "503" not in ready[1], out

@@ -45,7 +45,8 @@ def store_url(kind: str, request: pytest.FixtureRequest, tmp_path: Path, name: s
 async def fill(backend: Backend) -> dict[str, str]:
     """One of every record kind, written through the ports as a hub writes them: a conversation whose first run
     finished and whose second waits on a question, its event log, an answered question, a record of the earlier
-    form (messages inline), a sealed token, an expiring value, and a list. Returns the questions' ids."""
+    form (messages inline), a sealed token, an expiring value, a list, and a place held under a limit (which is not
+    copied). Returns the questions' ids."""
     first = RunRecord("run_1", "chat-1", "alice", True, said("hi"), owner="hub_a", history=1)
     added = await backend.conversations.send(
         ConversationRecord(KEY, "chat-1", "alice", said("hi"), active_run_id="run_1", updated_at=100.0)
@@ -77,6 +78,7 @@ async def fill(backend: Backend) -> dict[str, str]:
     assert await backend.kv.take("gone") == b"taken"
     for n in range(3):
         await backend.kv.add_entry("audit", f"entry_{n}", 3600 + n)
+    assert (await backend.kv.hold("limits:runs:user:alice", "run_2", 3600, limit=8)).taken  # not copied
     return {"pending": pending.id, "answered": answered.id}
 
 
@@ -131,6 +133,7 @@ async def test_every_record_reads_back_the_same_from_the_copy_which_goes_on_from
         assert await copy.elicitations.transition(ids["pending"], State.ACCEPTED, answer, utcnow())
         assert not await copy.elicitations.transition(ids["pending"], State.DECLINED, None, utcnow())
         assert await copy.runs.claim("run_2", "", "hub_b")
+        assert (await copy.kv.holding("limits:runs:user:alice")).members == 0  # the limits' counts start over
     finally:
         await copy.close()
 

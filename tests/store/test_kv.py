@@ -80,3 +80,56 @@ async def test_lists_are_apart_from_the_values_put_under_the_same_key(backend: B
     assert await values(kv, "mcp-tasks:alice") == ["task_1"]
     await kv.delete("mcp-tasks:alice")
     assert await values(kv, "mcp-tasks:alice") == ["task_1"]
+
+
+async def test_a_set_holds_up_to_its_limit_and_a_member_held_again_whatever_the_limit(backend: Backend) -> None:
+    kv = backend.kv
+    first = await kv.hold("limits:runs:alice", "run_1", 60, limit=2)
+    second = await kv.hold("limits:runs:alice", "run_2", 120, limit=2)
+    refused = await kv.hold("limits:runs:alice", "run_3", 60, limit=2)
+    again = await kv.hold("limits:runs:alice", "run_1", 60, limit=2)
+    assert (first.taken, first.members) == (True, 1)
+    assert (second.taken, second.members) == (True, 2)
+    assert (refused.taken, refused.members) == (False, 2)
+    assert (again.taken, again.members) == (True, 2)
+    assert refused.first_end_ms == first.first_end_ms  # run_1 lapses first, and then run_2
+    assert second.first_end_ms == first.first_end_ms < second.first_end_ms + 60_000
+    assert (await kv.holding("limits:runs:bob")) == (False, 0, 0)
+    assert (await kv.hold("limits:runs:bob", "run_4", 60, limit=2)).taken  # each set counts its own
+
+
+async def test_a_released_member_makes_room_and_a_lapsed_one_is_not_counted(backend: Backend) -> None:
+    kv = backend.kv
+    await kv.hold("limits:runs:alice", "run_old", -60)  # lapsed a minute ago: clocks may step back a little
+    await kv.hold("limits:runs:alice", "run_1", DAY_S, limit=2)
+    await kv.hold("limits:runs:alice", "run_2", DAY_S, limit=2)
+    assert (await kv.holding("limits:runs:alice")).members == 2
+    assert not (await kv.hold("limits:runs:alice", "run_3", DAY_S, limit=2)).taken
+    await kv.release("limits:runs:alice", "run_1")
+    await kv.release("limits:runs:alice", "run_unknown")
+    assert (await kv.hold("limits:runs:alice", "run_3", DAY_S, limit=2)).taken
+    unlimited = await kv.hold("limits:runs:alice", "run_4", DAY_S)
+    assert (unlimited.taken, unlimited.members) == (True, 3)
+
+
+async def test_sets_are_apart_from_lists_and_values_under_the_same_key(backend: Backend) -> None:
+    kv = backend.kv
+    await kv.put("limits:x", b"v", DAY_S)
+    await kv.add_entry("limits:x", "entry", DAY_S)
+    await kv.hold("limits:x", "member", DAY_S)
+    assert await kv.get("limits:x") == b"v"
+    assert await values(kv, "limits:x") == ["entry"]
+    assert (await kv.holding("limits:x")).members == 1
+
+
+async def test_hubs_holding_at_once_take_no_more_than_the_limit(shared_url: str) -> None:
+    one, two = open_backend(shared_url), open_backend(shared_url)
+    try:
+        held = await asyncio.gather(
+            *((one, two)[n % 2].kv.hold("limits:runs:alice", f"run_{n}", DAY_S, limit=5) for n in range(40))
+        )
+        assert sum(h.taken for h in held) == 5
+        assert (await one.kv.holding("limits:runs:alice")).members == 5
+    finally:
+        await one.close()
+        await two.close()

@@ -3,6 +3,7 @@ metrics and master key."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
 
@@ -80,18 +81,50 @@ class ConversationsConfig(Strict):
     """How many of a conversation's newest log entries are kept."""
 
 
+class PerUserLimits(Strict):
+    """What one person may start: a user by their id, an anonymous caller by their conversation cookie and by their
+    address. Counted in the store, so the hubs sharing it hold them together; a key left out is no limit. Answers
+    to open questions are never limited."""
+
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    """Requests that start a run (a chat message, a tool call, a task's message) in any 60 s; past it, 429."""
+    active_runs: int | None = Field(default=None, ge=1)
+    """Runs not finished yet (going, or waiting on their questions) at once; past it, 429."""
+    pending_questions: int | None = Field(default=None, ge=1)
+    """A user's questions waiting for an answer at once; past it, new runs get 429 until some are answered."""
+
+
 class LimitsConfig(Strict):
-    """What the hub takes from a caller."""
+    """What the hub takes from a caller, and how much it holds at once; all off but `max_body_bytes` by default."""
 
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     """Larger request bodies get 413."""
+    per_user: PerUserLimits = Field(default_factory=PerUserLimits)
+    """What each person may start (429 `rate_limited` with `Retry-After` past it)."""
+    max_active_runs: int | None = Field(default=None, ge=1)
+    """Runs this hub holds at once (going, or parked on their questions); past it, new runs get 503 `overloaded`
+    with `Retry-After` at once, while the runs it holds go on."""
 
 
 class ServerConfig(Strict):
-    """How the process stops: on SIGTERM it turns not-ready, serves `drain_s` more seconds, then ends its streams."""
+    """How the process stops: on SIGTERM it turns not-ready, serves `drain_s` more seconds, then ends its streams;
+    and which proxies in front of it say who the client is."""
 
     drain_s: float = Field(default=10, ge=0, le=3600)
     """Seconds a hub stays not-ready but serving after SIGTERM; give the orchestrator `drain_s + 5` to stop it."""
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses or networks (CIDR) of the proxies in front of the hub: from them, the client's address is taken
+    from `X-Forwarded-For` (for the limits of anonymous callers); from anyone else, it is the connection's."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, proxies: list[str]) -> list[str]:
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"{proxy!r} is not an IP address or network (CIDR)") from None
+        return proxies
 
 
 class MetricsConfig(Strict):

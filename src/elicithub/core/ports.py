@@ -149,9 +149,19 @@ class Entry(NamedTuple):
     value: str
 
 
+class Held(NamedTuple):
+    """What `KeyValueStore.hold` did (`holding` found): whether it holds the member now, how many members the set
+    holds (that one included), and when the first of them lapses (unix ms; 0 when the set is empty)."""
+
+    taken: bool
+    members: int
+    first_end_ms: int
+
+
 class KeyValueStore(Protocol):
     """Opaque bytes by key, each with an optional lifetime: the one port for every small record kept by key. Apart
-    from those, lists of entries by key, each entry with its own lifetime, that many writers add to at once.
+    from those, lists of entries by key, each entry with its own lifetime, that many writers add to at once; and sets
+    of members by key, each member held for a lifetime of its own, that many hubs take places in at once up to a limit.
 
     Its users own their key prefix and encoding: the vault (`credential:`, `client:`, `signin:`, `session:`, sealed
     before they get here), single-use tickets (`link-once:`, `mcp-round:`), A2A tasks (`a2a-task:`), MCP tasks
@@ -160,7 +170,8 @@ class KeyValueStore(Protocol):
     not yet recorded (`approval-open:`, and the list `approvals-open`), their timers (`approval-timer:`, and the list
     `approval-timers`), the approval each call got (`approval-given:`), the audit log (the list `audit`), the
     notifications waiting to go out (`outbox:`, and each channel's list `outbox:NAME`), mail links' single-use
-    tickets (`email-link-once:`) and the addresses people's identity providers verified (`signed-in-email:`).
+    tickets (`email-link-once:`), the addresses people's identity providers verified (`signed-in-email:`), and the
+    limits' sets of what each person holds (`limits:`).
     """
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None: ...
@@ -182,6 +193,18 @@ class KeyValueStore(Protocol):
         """The list's entries not expired, latest first (by `expires_ms`, then `value`), at most `limit`; those after
         `before` in that order, when given (the last entry of a page reads the next page, whether or not it is still
         kept)."""
+
+    async def hold(self, key: str, member: str, ttl_s: float, limit: int | None = None) -> Held:
+        """Hold `member` in the set under `key` (a key of sets, apart from `put`'s and `add_entry`'s) for `ttl_s`
+        from now, unless the set holds `limit` other members already; in one step across every hub sharing the
+        store, so that of many at once no more than `limit` are taken. A member held again is taken whatever the
+        limit, its lifetime starting over; a member is gone once its lifetime is over."""
+
+    async def release(self, key: str, member: str) -> None:
+        """Let go of `member` (nothing happens when the set does not hold it)."""
+
+    async def holding(self, key: str) -> Held:
+        """How many members the set holds now, and when the first lapses (`taken` is False)."""
 
 
 class EventLog(Protocol):

@@ -158,6 +158,8 @@ class RunRecord:
     direct: bool = False
     """A direct call through the gateway (`/mcp`'s tools/call of SERVER.TOOL): the run makes its `tool_calls`, and no
     model turn follows."""
+    limited_as: list[str] = field(default_factory=list)
+    """The limits' sets that hold a place for it (`runtime/limits.py`): whichever hub finishes it lets them go."""
     history: int = 0
     """How many of the first `messages` are its conversation's first messages, which the store keeps once with the
     conversation: a save writes only the run's own messages after them, so its cost does not grow with the

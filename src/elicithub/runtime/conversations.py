@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from elicithub.config import LimitsConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer, Elicitation, Expire, Invalid, Outcome, State, decide, new_id, utcnow
 from elicithub.core.ids import anonymous_conversation_id, check_conversation_id, held_by
@@ -43,6 +44,7 @@ from elicithub.errors import (
     ToolCallNotFound,
 )
 from elicithub.runtime.histories import add_message
+from elicithub.runtime.limits import Limits
 from elicithub.runtime.loop import Runner
 from elicithub.runtime.running import Running
 from elicithub.runtime.stream import RunStream
@@ -74,6 +76,8 @@ class Caller:
     groups: frozenset[str] = frozenset()
     """The groups their identity provider puts them in (the hub's own `groups:` are added): who may answer an
     approval."""
+    counted_as: tuple[str, ...] = ()
+    """Without a user: whom the limits count their requests against (their cookie, their address)."""
 
 
 def is_open(elicitation: Elicitation) -> bool:
@@ -90,8 +94,11 @@ class Conversations:
         stream: RunStream,
         instance: str,
         groups: Mapping[str, Collection[str]] | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        """`limits`: what a caller may start (none without)."""
         self.backend = backend
+        self.limits = limits or Limits(LimitsConfig(), backend.kv)
         self.groups = groups or {}
         """The hub's static groups (`groups:`), by name."""
         self.broker = broker
@@ -181,33 +188,36 @@ class Conversations:
         direct: ToolCall | None = None,
     ) -> Sent:
         """Add the last `count` of `messages` (all of them to a conversation the hub does not know) and start a run
-        of `agent` from the conversation as it then is (`direct`: the run makes that call, and no model turn)."""
-        conversation_id = await self._id_for(caller, conversation_id)
-        key = conversation_key(caller.user_id, conversation_id)
+        of `agent` from the conversation as it then is (`direct`: the run makes that call, and no model turn), if the
+        limits let the caller start one (else Overloaded or RateLimited, and nothing is added)."""
         run_id = new_id("run")
-        new = ConversationRecord(key, conversation_id, caller.user_id, messages, run_id, updated_at=time.time())
-        record, superseded = await add_message(self.backend, self.runner.histories, new, count)
-        if superseded is not None:
-            await self._supersede(key, superseded)
-        client = client or Offered()
-        run = RunRecord(
-            run_id,
-            conversation_id,
-            caller.user_id,
-            caller.supports_elicitation,
-            record.messages,
-            agent=agent,
-            owner=self.instance,
-            updated_at=time.time(),
-            surface=caller.surface,
-            modes=sorted(caller.modes),
-            client_tools=list(client.tools),
-            instructions=client.instructions,
-            history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
-            tool_calls=[direct] if direct is not None else [],
-            direct=direct is not None,
-        )
-        self._running.start(run, resumed=False)
+        async with self.limits.admission(caller, run_id, self._running.running()) as held:
+            conversation_id = await self._id_for(caller, conversation_id)
+            key = conversation_key(caller.user_id, conversation_id)
+            new = ConversationRecord(key, conversation_id, caller.user_id, messages, run_id, updated_at=time.time())
+            record, superseded = await add_message(self.backend, self.runner.histories, new, count)
+            if superseded is not None:
+                await self._supersede(key, superseded)
+            client = client or Offered()
+            run = RunRecord(
+                run_id,
+                conversation_id,
+                caller.user_id,
+                caller.supports_elicitation,
+                record.messages,
+                agent=agent,
+                owner=self.instance,
+                updated_at=time.time(),
+                surface=caller.surface,
+                modes=sorted(caller.modes),
+                client_tools=list(client.tools),
+                instructions=client.instructions,
+                history=len(record.messages),  # all kept with the conversation now: the run's saves refer to them
+                tool_calls=[direct] if direct is not None else [],
+                direct=direct is not None,
+                limited_as=held,
+            )
+            self._running.start(run, resumed=False)
         return Sent(conversation_id, run_id, record.active_run_after)
 
     async def answer(
@@ -434,6 +444,11 @@ class Conversations:
     def running(self) -> int:
         """Runs of this instance: going, or parked while their questions wait."""
         return self._running.running()
+
+    def shed(self) -> None:
+        """Overloaded when this hub holds as many runs as it may: for a surface that would do store work of its own
+        before it starts a run (`send` sheds too)."""
+        self.limits.shed(self._running.running())
 
     def parked(self) -> int:
         """Runs of this instance parked (or parking): waiting on their questions without a task."""

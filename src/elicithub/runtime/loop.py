@@ -94,8 +94,11 @@ class Runner:
         runs: RunStore,
         conversations: ConversationStore,
         agents: Mapping[str, AgentSetup] | None = None,
+        release: Callable[[RunRecord], Awaitable[None]] | None = None,
     ) -> None:
+        """`release(record)`: a run that held places under the limits (`limited_as`) finished, and lets them go."""
         self.model = model
+        self.release = release
         """The default model: an agent without one of its own runs on it."""
         self.agents = dict(agents or {})
         self.tools = tools
@@ -357,7 +360,11 @@ class Runner:
         finished = record.with_(
             messages=messages, tool_calls=[], pause=None, status=next_status(record.status, "finish")
         )
-        version = await self.runs.finish(finished)
+        if record.limited_as and self.release is not None:
+            # Let go before its end shows, so that a reader who sees it end may start another at once.
+            version, _ = await asyncio.gather(self.runs.finish(finished), self.release(record))
+        else:
+            version = await self.runs.finish(finished)
         if version is not None:
             self.histories.saw(
                 ConversationRecord(

@@ -26,6 +26,7 @@ from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Message
 from elicithub.errors import HubError, PayloadTooLarge
 from elicithub.runtime.conversations import Caller
+from elicithub.runtime.limits import anonymous_identities
 from elicithub.server.hub import Hub
 from elicithub.server.identity import ANONYMOUS_COOKIE
 from elicithub.server.limits import declared_over, payload_too_large
@@ -62,7 +63,11 @@ async def caller_of(hub: Hub, request: Request) -> Caller:
     if not hub.config.auth.anonymous:
         challenge = hub.identity.challenge(invalid_token=False)
         raise HTTPException(401, "Sign in: this hub takes no anonymous chat.", headers={"WWW-Authenticate": challenge})
-    return Caller(None, supports, anonymous=hub.identity.anonymous_secret(request) or secrets.token_urlsafe(32))
+    # Counted by the cookie they sent (a new one counts for nothing yet: a caller that sends none is new each time)
+    # and by their address.
+    sent = hub.identity.anonymous_secret(request)
+    counted_as = anonymous_identities(sent, hub.client_address.of(request.scope))
+    return Caller(None, supports, anonymous=sent or secrets.token_urlsafe(32), counted_as=counted_as)
 
 
 class Wire:

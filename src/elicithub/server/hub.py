@@ -33,11 +33,13 @@ from elicithub.runtime.approvers import Answerable, ApprovalNotices
 from elicithub.runtime.audit import AuditLog
 from elicithub.runtime.conversations import Conversations
 from elicithub.runtime.inbox import Inbox, InboxSink
+from elicithub.runtime.limits import Limits
 from elicithub.runtime.live import LiveTurns
 from elicithub.runtime.loop import AgentSetup, Runner
 from elicithub.runtime.models import Model, create_model
 from elicithub.runtime.router import ToolRouter, Trigger
 from elicithub.runtime.stream import RunStream
+from elicithub.server.addresses import ClientAddress
 from elicithub.server.admins import Admins
 from elicithub.server.demo import HubDemo
 from elicithub.server.dev_sign_in import DevSignIn
@@ -115,7 +117,11 @@ class Hub:
         """Every person's inbox: the questions shown and ended, on whichever hub, on one shared log."""
         self.sink = InboxSink(self.stream, self.inbox)
         """Where questions shown and ended go: their run's stream, the inbox, and surfaces that hear them."""
-        self.broker = Broker(self.store, self.sink, durable=self.backend.durable, counts=self.metrics)
+        self.limits = Limits(config.limits, self.backend.kv, self.metrics.limited)
+        """What each caller may start, and how many runs this hub holds before it sheds new ones."""
+        self.broker = Broker(
+            self.store, self.limits.questions(self.sink), durable=self.backend.durable, counts=self.metrics
+        )
         self.model = model if model is not None else create_model(config.default_model(), self.metrics)
         self.agent_setups = self._agent_setups(model)
         self.streams = OpenStreams()
@@ -208,9 +214,10 @@ class Hub:
             self.backend.runs,
             self.backend.conversations,
             self.agent_setups,
+            self.limits.release,
         )
         self.conversations = Conversations(
-            self.backend, self.broker, runner, self.stream, self.instance, groups=config.groups
+            self.backend, self.broker, runner, self.stream, self.instance, groups=config.groups, limits=self.limits
         )
         self.answerable = Answerable(self.broker, config.groups)
         """Which open questions a person can answer (their own, and approvals routed to them)."""
@@ -219,6 +226,8 @@ class Hub:
     def _build_identity(self) -> None:
         """Who a request is: users' tokens, the OpenID provider's tokens and the widget's sessions at it."""
         config, oidc = self.config, self.config.auth.oidc
+        self.client_address = ClientAddress(config.server.trusted_proxies)
+        """Where a request comes from (behind the proxies the config trusts): the limits count anonymous callers so."""
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
         self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None
         self.oidc_client_secret = (

@@ -25,7 +25,7 @@ async def elicitation_responses(body: ResponseBody) -> dict[str, str]:
 @wire_routes.post(
     "/run/v1/chat/completions",
     response_class=EventStream,
-    responses=stream("`chat.completion.chunk` events, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
+    responses=stream("`chat.completion.chunk` events, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422, 429, 503),
 )
 async def chat_completions(
     body: ChatCompletionsBody,
@@ -39,7 +39,7 @@ async def chat_completions(
 @wire_routes.post(
     "/run/api/chat",
     response_class=EventStream,
-    responses=stream("The AI SDK UI message stream, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422),
+    responses=stream("The AI SDK UI message stream, then `[DONE]`.", 400, 401, 404, 409, 410, 413, 422, 429, 503),
 )
 async def ui_chat(body: UIChatBody) -> Response:
     raise NotImplementedError("served by elicithub.server.chat_routes")

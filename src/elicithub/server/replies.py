@@ -15,8 +15,11 @@ from elicithub.errors import (
     HubError,
     IdentityUnavailable,
     InvalidContent,
+    Limited,
     NotFound,
+    Overloaded,
     PayloadTooLarge,
+    RateLimited,
     SelfApprovalRefused,
 )
 from elicithub.surfaces.gates import field_errors
@@ -29,6 +32,8 @@ STATUSES: list[tuple[type[HubError], int]] = [
     (AlreadyResolved, 409),
     (Expired, 410),
     (InvalidContent, 422),
+    (RateLimited, 429),
+    (Overloaded, 503),
     (IdentityUnavailable, 503),
 ]
 """How the package's errors map to HTTP statuses (the first match wins); anything else is a 500."""
@@ -59,7 +64,10 @@ def hub_error(exc: HubError) -> JSONResponse:
     status = next((s for kind, s in STATUSES if isinstance(exc, kind)), 500)
     if isinstance(exc, InvalidContent):
         return error(status, exc.code, str(exc), fields=field_errors(exc))
-    return error(status, exc.code, str(exc))
+    response = error(status, exc.code, str(exc))
+    if isinstance(exc, Limited):
+        response.headers["retry-after"] = str(exc.retry_after_s)
+    return response
 
 
 def http_error(status: int, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:

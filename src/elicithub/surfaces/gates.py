@@ -1,5 +1,6 @@
 """The gates the protocol surfaces share: who a bearer token belongs to, an endpoint only the hub's users reach, a
-JSON-RPC endpoint that refuses numbers JSON cannot carry, and how a refused answer is reported."""
+JSON-RPC endpoint that refuses numbers JSON cannot carry, and how a refused answer, or a run the limits refuse, is
+reported."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from elicithub.core import jsoncodec
-from elicithub.errors import IdentityUnavailable, InvalidContent
+from elicithub.errors import IdentityUnavailable, InvalidContent, Limited
 from elicithub.surfaces import body_first
 
 
@@ -85,6 +86,17 @@ def field_errors(exc: InvalidContent) -> list[dict[str, str]]:
 def refusal(exc: InvalidContent) -> str:
     """The refusal in one line, each field's problem named, for a protocol error that carries only a message."""
     return f"{exc} " + "; ".join(f"{e.field}: {e.message}" for e in exc.errors)
+
+
+LIMITED = -32000
+"""The JSON-RPC error code of a request the limits refuse (the first code JSON-RPC leaves to servers), where the chat
+surfaces answer 429 or 503: its `data` (`limited_data`) says which and when to try again."""
+
+
+def limited_data(exc: Limited) -> dict[str, object]:
+    """What a protocol error carries of a refusal by the limits: the hub's error code (`rate_limited`, `overloaded`,
+    as every surface names it) and `retryAfter`, in seconds (the chat surfaces' `Retry-After`)."""
+    return {"code": exc.code, "retryAfter": exc.retry_after_s}
 
 
 class FiniteNumbers:

@@ -43,6 +43,8 @@ _WHY = {
         "The body does not fit this endpoint (a number JSON cannot carry, such as NaN or 1e999, included), or "
         "answer content does not fit the question (one error per field)."
     ),
+    429: "Over one of the caller's limits (limits.per_user, code `rate_limited`); `Retry-After` says when to retry.",
+    503: "The hub holds as many runs as it may (limits.max_active_runs, code `overloaded`); see `Retry-After`.",
 }
 
 

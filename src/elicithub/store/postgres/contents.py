@@ -37,11 +37,13 @@ TABLES: dict[str, tuple[str, ...]] = {
     "elicithub_events": ("key", "seq", "data"),
     "elicithub_kv": ("key", "value", "expires_at"),
     "elicithub_kv_entries": ("key", "expires_ms", "value"),
+    "elicithub_kv_holds": ("key", "member", "expires_ms"),
     "elicithub_migrations": ("version", "applied_at"),
 }
 """Every table of the schema with its columns. All are copied but what belongs to hubs, which are stopped: their
 heartbeats (`elicithub_instances`) and the channels they listened on for a question's end (`waiters`; a hub on the
-target that waits on one names its own). The target has schema steps of its own (`elicithub_migrations`)."""
+target that waits on one names its own); and the limits' counts (`elicithub_kv_holds`), which start over on the new
+store. The target has schema steps of its own (`elicithub_migrations`)."""
 
 _COLUMNS = """
 SELECT table_name, column_name FROM information_schema.columns

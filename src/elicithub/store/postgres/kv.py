@@ -1,11 +1,11 @@
-"""The Postgres backend's key-value entries, and its lists of expiring entries (a row each in
-`elicithub_kv_entries`); writes delete a batch of expired ones now and then."""
+"""The Postgres backend's key-value entries, its lists of expiring entries (a row each in `elicithub_kv_entries`) and
+its sets of held members (a row each in `elicithub_kv_holds`); writes delete a batch of expired ones now and then."""
 
 from __future__ import annotations
 
 import time
 
-from elicithub.core.ports import Entry
+from elicithub.core.ports import Entry, Held
 from elicithub.store.postgres.db import PostgresDb
 from elicithub.store.steps import PURGE_BATCH
 
@@ -42,6 +42,14 @@ DELETE FROM elicithub_kv_entries WHERE (key, expires_ms, value) IN (
     SELECT key, expires_ms, value FROM elicithub_kv_entries WHERE expires_ms <= $1 LIMIT $2
 )
 """
+HOLD = "SELECT taken, held, first_end FROM elicithub_hold($1, $2, $3, $4, $5)"
+RELEASE = "DELETE FROM elicithub_kv_holds WHERE key = $1 AND member = $2"
+HOLDING = "SELECT count(*), coalesce(min(expires_ms), 0) FROM elicithub_kv_holds WHERE key = $1 AND expires_ms > $2"
+PURGE_HOLDS = """
+DELETE FROM elicithub_kv_holds WHERE (key, member) IN (
+    SELECT key, member FROM elicithub_kv_holds WHERE expires_ms <= $1 LIMIT $2
+)
+"""
 
 PURGE_EVERY = 256
 """Writes between two purges of expired entries (which nothing reads any more, but which take room)."""
@@ -52,6 +60,7 @@ class PostgresKv:
         self._db = db
         self._writes = 0
         self._adds = 0
+        self._holds = 0
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
         pool = await self._db.pool()
@@ -91,3 +100,23 @@ class PostgresKv:
         else:
             rows = await pool.fetch(ENTRIES_BEFORE, key, now_ms, limit, *before)
         return [Entry(int(row["expires_ms"]), str(row["value"])) for row in rows]
+
+    async def hold(self, key: str, member: str, ttl_s: float, limit: int | None = None) -> Held:
+        pool = await self._db.pool()
+        now_ms = int(time.time() * 1000)
+        row = await pool.fetchrow(HOLD, key, member, now_ms, now_ms + int(ttl_s * 1000), limit)
+        self._holds += 1
+        if self._holds % PURGE_EVERY == 0:  # sets nobody holds in any more
+            await pool.execute(PURGE_HOLDS, now_ms, PURGE_BATCH)
+        assert row is not None  # the function returns one row
+        return Held(bool(row["taken"]), int(row["held"]), int(row["first_end"]))
+
+    async def release(self, key: str, member: str) -> None:
+        pool = await self._db.pool()
+        await pool.execute(RELEASE, key, member)
+
+    async def holding(self, key: str) -> Held:
+        pool = await self._db.pool()
+        row = await pool.fetchrow(HOLDING, key, int(time.time() * 1000))
+        assert row is not None  # an aggregate's one row
+        return Held(False, int(row[0]), int(row[1]))

@@ -97,6 +97,38 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE elicithub_elicitations ADD COLUMN waiters text[] NOT NULL DEFAULT '{}';
     """,
+    # 5: sets of members held for a while, up to a limit (what each person holds of the hub: `limits:`). A hold is
+    # one call of `elicithub_hold`, which takes the set's lock first, so that of hubs holding at once each counts what
+    # the one before it took (every statement in it reads anew); the lock ends with the call's transaction.
+    """
+    CREATE TABLE elicithub_kv_holds (
+        key text NOT NULL,
+        member text NOT NULL,
+        expires_ms bigint NOT NULL,
+        PRIMARY KEY (key, member)
+    );
+    CREATE INDEX elicithub_kv_holds_expiring ON elicithub_kv_holds (expires_ms);
+    CREATE FUNCTION elicithub_hold(hold_key text, hold_member text, now_ms bigint, end_ms bigint, hold_limit integer)
+    RETURNS TABLE (taken boolean, held bigint, first_end bigint) LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+        live bigint;
+        mine boolean;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended('elicithub_kv_holds:' || hold_key, 0));
+        DELETE FROM elicithub_kv_holds h WHERE h.key = hold_key AND h.expires_ms <= now_ms;
+        SELECT count(*), coalesce(bool_or(h.member = hold_member), false) INTO live, mine
+            FROM elicithub_kv_holds h WHERE h.key = hold_key;
+        taken := mine OR hold_limit IS NULL OR live < hold_limit;
+        IF taken THEN
+            INSERT INTO elicithub_kv_holds AS h (key, member, expires_ms) VALUES (hold_key, hold_member, end_ms)
+                ON CONFLICT (key, member) DO UPDATE SET expires_ms = excluded.expires_ms;
+        END IF;
+        SELECT count(*), coalesce(min(h.expires_ms), 0) INTO held, first_end
+            FROM elicithub_kv_holds h WHERE h.key = hold_key;
+        RETURN NEXT;
+    END
+    $$;
+    """,
 )
 
 LATEST = len(MIGRATIONS)

@@ -42,9 +42,10 @@ JOINED = ("run-owner", "conversation-messages", "events")
 stream."""
 INDEXES = ("pending", "resolved", "runs")
 """Kinds the target makes again from the records: the pending and the ended questions, the unfinished runs."""
-LEFT = ("alive", "waiters", "watch", "appended")
+LEFT = ("alive", "waiters", "watch", "appended", "holds")
 """Kinds that belong to hubs, which are stopped: their heartbeats, the leases by which they hear a question's end or
-a log's appends, and the marks of the batches they appended."""
+a log's appends, and the marks of the batches they appended; and the limits' counts, which start over on the new
+store."""
 KINDS = (*COPIED, *JOINED, *INDEXES, *LEFT)
 
 T = TypeVar("T")

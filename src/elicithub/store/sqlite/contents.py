@@ -36,9 +36,11 @@ TABLES: dict[str, tuple[str, ...]] = {
     "events": ("key", "seq", "data"),
     "vault": ("key", "value", "expires_at"),
     "kv_entries": ("key", "expires_ms", "value"),
+    "kv_holds": ("key", "member", "expires_ms"),
 }
-"""Every table of the file with its columns, each copied: a hub alone on its file keeps nothing that lives only as
-long as the hub (no heartbeats, no leases). Files of earlier versions may lack the newer tables."""
+"""Every table of the file with its columns, each copied but the limits' counts (`kv_holds`), which start over on the
+new store: a hub alone on its file keeps nothing else that lives only as long as the hub (no heartbeats, no leases).
+Files of earlier versions may lack the newer tables."""
 
 
 class SqliteContents:

@@ -1,23 +1,24 @@
-"""The SQLite backend's key-value entries, in the `vault` table (its name from when the vault was its one user), and
-its lists of expiring entries, one row each in `kv_entries`."""
+"""The SQLite backend's key-value entries, in the `vault` table (its name from when the vault was its one user), its
+lists of expiring entries, one row each in `kv_entries`, and its sets of held members, one row each in `kv_holds`."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 
-from elicithub.core.ports import Entry
+from elicithub.core.ports import Entry, Held
 from elicithub.store.sqlite.db import SqliteDb
 from elicithub.store.steps import PURGE_BATCH
 
 PURGE_EVERY = 256
-"""Adds between two purges of every list's expired entries (an add removes its own list's)."""
+"""Adds (holds) between two purges of every list's expired entries (set's members): an add removes its own list's."""
 
 
 class SqliteKv:
     def __init__(self, db: SqliteDb) -> None:
         self._run = db.run
         self._adds = 0
+        self._holds = 0
 
     async def put(self, key: str, value: bytes, ttl_s: float | None = None) -> None:
         expires = None if ttl_s is None else time.time() + ttl_s
@@ -75,3 +76,42 @@ class SqliteKv:
             return [Entry(int(expires_ms), str(value)) for expires_ms, value in rows]
 
         return await self._run(read)
+
+    async def hold(self, key: str, member: str, ttl_s: float, limit: int | None = None) -> Held:
+        now_ms = int(time.time() * 1000)
+        self._holds += 1
+        purge = self._holds % PURGE_EVERY == 0
+
+        def hold(db: sqlite3.Connection) -> Held:
+            # One process writes the file, a batch of statements at a time: nothing comes between these.
+            db.execute("DELETE FROM kv_holds WHERE key = ? AND expires_ms <= ?", (key, now_ms))
+            count, mine = db.execute(
+                "SELECT count(*), coalesce(sum(member = ?), 0) FROM kv_holds WHERE key = ?", (member, key)
+            ).fetchone()
+            taken = bool(mine) or limit is None or count < limit
+            if taken:
+                ends = now_ms + int(ttl_s * 1000)
+                db.execute("INSERT OR REPLACE INTO kv_holds VALUES (?, ?, ?)", (key, member, ends))
+            if purge:
+                db.execute(
+                    "DELETE FROM kv_holds WHERE (key, member) IN "
+                    "(SELECT key, member FROM kv_holds WHERE expires_ms <= ? LIMIT ?)",
+                    (now_ms, PURGE_BATCH),
+                )
+            return _held(db, key, now_ms, taken)
+
+        return await self._run(hold)
+
+    async def release(self, key: str, member: str) -> None:
+        await self._run(lambda db: db.execute("DELETE FROM kv_holds WHERE key = ? AND member = ?", (key, member)))
+
+    async def holding(self, key: str) -> Held:
+        now_ms = int(time.time() * 1000)
+        return await self._run(lambda db: _held(db, key, now_ms, False))
+
+
+def _held(db: sqlite3.Connection, key: str, now_ms: int, taken: bool) -> Held:
+    count, first = db.execute(
+        "SELECT count(*), coalesce(min(expires_ms), 0) FROM kv_holds WHERE key = ? AND expires_ms > ?", (key, now_ms)
+    ).fetchone()
+    return Held(taken, int(count), int(first))

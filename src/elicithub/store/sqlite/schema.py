@@ -51,4 +51,11 @@ CREATE TABLE IF NOT EXISTS kv_entries (
     PRIMARY KEY (key, expires_ms, value)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS kv_entries_expiring ON kv_entries (expires_ms);
+CREATE TABLE IF NOT EXISTS kv_holds (
+    key TEXT NOT NULL,
+    member TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (key, member)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS kv_holds_expiring ON kv_holds (expires_ms);
 """

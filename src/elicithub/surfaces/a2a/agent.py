@@ -34,7 +34,7 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from google.protobuf.json_format import MessageToDict
 from starlette.routing import BaseRoute, Route
 
@@ -42,12 +42,20 @@ from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import request_event
 from elicithub.core.ids import check_conversation_id
 from elicithub.core.jsoncodec import whole_numbers
-from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent
+from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, Limited, Overloaded
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import expiry
 from elicithub.surfaces.a2a.answer import StreamedAnswer
 from elicithub.surfaces.a2a.card import BearerCallContext, a2a_caller, agent_card
-from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint
+from elicithub.surfaces.gates import (
+    Bearer,
+    BearerGate,
+    FiniteNumbers,
+    field_errors,
+    limited_data,
+    refusal,
+    sdk_endpoint,
+)
 from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, Status
 
 INTERRUPTED = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
@@ -187,6 +195,11 @@ class A2aSurface:
             await self.conversations.stop(a2a_caller(context), task.context_id, run_id)
 
 
+class HubOverloaded(A2AError):
+    """The hub holds as many runs as it may: a message that would start a task is refused before the task exists
+    (JSON-RPC -32603, the SDK's code for what it does not map, with `data` as `/mcp` gives it)."""
+
+
 class _Handler(DefaultRequestHandler):
     """The SDK's handler, with answers checked and taken before a message moves an interrupted task."""
 
@@ -195,6 +208,7 @@ class _Handler(DefaultRequestHandler):
         self.surface = surface
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        self._shed(params.message)
         await self.surface.take_answer(params.message, context)
         result: Message | Task = await super().on_message_send(params, context)
         return result
@@ -202,10 +216,20 @@ class _Handler(DefaultRequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
+        self._shed(params.message)
         await self.surface.take_answer(params.message, context)
         context.state[STREAMED] = True
         async for event in super().on_message_send_stream(params, context):
             yield event
+
+    def _shed(self, message: Message) -> None:
+        """A message on no task would start one: an overloaded hub refuses it at once, before the SDK stores a task
+        (a message on a task answers it, or goes on with it, and is never refused)."""
+        if not message.task_id:
+            try:
+                self.surface.conversations.shed()
+            except Overloaded as exc:
+                raise HubOverloaded(message=str(exc), data=limited_data(exc)) from None
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
@@ -270,9 +294,16 @@ class _Executor(AgentExecutor):
                     )
                 )
                 agent = context.metadata.get("agent") if context.metadata else None
-                sent = await surface.conversations.send(
-                    driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
-                )
+                try:
+                    sent = await surface.conversations.send(
+                        driver.caller, context.context_id, context.get_user_input(), agent=surface.agent(agent)
+                    )
+                except Limited as exc:
+                    # A2A's own word for work an agent will not take: the task is rejected, saying why and when to
+                    # try again.
+                    error = {"error": {"message": str(exc), **limited_data(exc)}}
+                    await updater.reject(updater.new_agent_message([new_text_part(str(exc)), new_data_part(error)]))
+                    return
                 # The run is named at once, so a CancelTask before its first pause stops it too.
                 run: TaskRun = {"runId": sent.run_id, "after": sent.after, "elicitationIds": []}
                 running = {META: run}

@@ -178,6 +178,8 @@ class AguiSurface:
         """Take the input (nothing when it does not conform): where its stream follows the hub's run from. A resume
         goes on with the run it resumes, whichever agent's; a new message, or the results of the calls a run handed
         over to the client, start a run of `agent`, offered the input's tools and told its context."""
+        if not given.resume:
+            self.conversations.shed()  # before the thread's interrupts are read: an overloaded hub answers at once
         open_ids = [e.id for e in await self.conversations.open_questions(caller, await self._open(caller, given))]
         if given.resume:
             return await self._resume(caller, given.thread_id, given.resume, open_ids)

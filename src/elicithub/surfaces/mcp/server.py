@@ -26,12 +26,22 @@ from starlette.routing import BaseRoute, Route
 
 from elicithub import __version__
 from elicithub.core.elicitation import Answer, Elicitation
-from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent
+from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, Limited
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.taken import Sent
 from elicithub.runtime.tools import Tools
 from elicithub.surfaces import expiry
-from elicithub.surfaces.gates import Bearer, BearerGate, FiniteNumbers, field_errors, refusal, sdk_endpoint, user_of
+from elicithub.surfaces.gates import (
+    LIMITED,
+    Bearer,
+    BearerGate,
+    FiniteNumbers,
+    field_errors,
+    limited_data,
+    refusal,
+    sdk_endpoint,
+    user_of,
+)
 from elicithub.surfaces.mcp.asking import (
     Finish,
     Start,
@@ -175,6 +185,8 @@ class McpSurface:
             raise MCPError(mt.INVALID_PARAMS, refusal(exc), {"fields": field_errors(exc)}) from None
         except Expired as exc:
             raise MCPError(mt.INVALID_PARAMS, str(exc), expiry(exc)) from None
+        except Limited as exc:
+            raise MCPError(LIMITED, str(exc), limited_data(exc)) from None
         except HubError as exc:
             raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
 

@@ -30,7 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from elicithub.core.elicitation import Answer, Elicitation, State
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.ports import Entry
-from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, NotFound
+from elicithub.errors import AlreadyResolved, Expired, HubError, InvalidContent, Limited, NotFound
 from elicithub.protocol.mcp_tasks import (
     RELATED_TASK,
     TASKS_EXTENSION,
@@ -48,7 +48,7 @@ from elicithub.runtime.approvers import waiting_for
 from elicithub.runtime.conversations import Caller, Conversations, is_open
 from elicithub.runtime.taken import Sent
 from elicithub.surfaces import expiry
-from elicithub.surfaces.gates import field_errors, refusal, user_of
+from elicithub.surfaces.gates import LIMITED, field_errors, limited_data, refusal, user_of
 from elicithub.surfaces.mcp.asking import (
     Finish,
     Start,
@@ -122,6 +122,8 @@ class McpTasks:
                     return _finish(direct)(sent.conversation_id, stopped, set(caller.modes))
                 if isinstance(stopped, Paused):
                     status = "input_required"
+        except Limited as exc:
+            raise MCPError(LIMITED, str(exc), limited_data(exc)) from None
         except HubError as exc:
             raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
         assert caller.user_id is not None

@@ -28,7 +28,7 @@ from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.config import SlackConfig
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
-from elicithub.errors import QuestionRefused, SlackUnusable
+from elicithub.errors import Limited, QuestionRefused, SlackUnusable
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.reach import Notified, uncounted
 from elicithub.surfaces.slack import blocks
@@ -216,7 +216,10 @@ class SlackSurface:
         await self.records.save_thread(conversation_key(user_id, conversation_id), thread)
         text = _text(str(event.get("text") or ""), bot_user_id)
         caller = Caller(user_id, supports_elicitation=True, surface="slack")
-        await self.conversations.send(caller, conversation_id, text, agent=self.agent)
+        try:
+            await self.conversations.send(caller, conversation_id, text, agent=self.agent)
+        except Limited as exc:  # told in the thread, as only they see it
+            await self.questions.tell(channel, slack_user, thread_ts, str(exc))
 
 
 def _text(text: str, bot_user_id: str | None) -> str:

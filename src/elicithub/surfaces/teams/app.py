@@ -29,6 +29,7 @@ from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.config import TeamsConfig
 from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
+from elicithub.errors import Limited
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces.teams import approval_cards, cards
 from elicithub.surfaces.teams.approvals import GroupsOf, TeamsApprovals, no_groups
@@ -159,7 +160,10 @@ class TeamsSurface:
         await self.records.save_chat(conversation_key(user_id, conversation_id), chat)
         activity.strip_mentions_text(StripMentionsTextOptions(account_id=activity.recipient.id))
         caller = Caller(user_id, supports_elicitation=True, surface="teams")
-        await self.conversations.send(caller, conversation_id, (activity.text or "").strip(), agent=self.agent)
+        try:
+            await self.conversations.send(caller, conversation_id, (activity.text or "").strip(), agent=self.agent)
+        except Limited as exc:  # the limits refused it: said where they wrote
+            await self.connector.post(place, MessageActivityInput(text=str(exc)))
 
 
 def _response(shown: Shown) -> AdaptiveCardInvokeResponse:
