@@ -20,7 +20,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
   + InvalidContent
   + QuestionRefused
   + CredentialRefused (triggers.credentials)
-  + OAuthProblem (auth.discovery)
+  + OAuthProblem (auth.oauth)
   + SchemaError (core.schema)
   + BadNumber (core.jsoncodec)
   + RunTransitionError (core.runs)
