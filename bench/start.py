@@ -7,7 +7,9 @@ Each start is a fresh `elicithub serve` in a temp dir of its own (the store ther
 Slack, telemetry or demo), stopped with SIGTERM once ready; its CPU (user + system, /proc) is read at that moment.
 Its config lists `--mcp-servers` downstream MCP servers (one by default, as issue 45's target has), all at a
 listener in this process that counts the connections it gets: the table says whether the hub contacted them
-before it was ready. Prints the medians of N.
+before it was ready. Once ready, each protocol surface gets its first request, then a second (an MCP `initialize`,
+the A2A agent card, an AG-UI run with no input): a surface built by its first request imports its SDK then.
+Prints the medians of N.
 
 `--before SRC` measures another tree too (its `src` first on PYTHONPATH, e.g. `git archive main src | tar -x -C
 /tmp/before`), one start of each tree in turn, so that both see the same load. Imports are timed as a deployed hub
@@ -66,6 +68,31 @@ class Tree:
     cpu: list[float] = field(default_factory=list)
     wall: list[float] = field(default_factory=list)
     contacts: int = 0
+    requests: dict[str, list[float]] = field(default_factory=dict)
+    """By request (`first ...`, `second ...`): its wall times, and the hub's CPU for each round of them."""
+
+
+@dataclass(frozen=True)
+class Start:
+    cpu: float
+    wall: float
+    contacts: int
+    requests: dict[str, float]
+
+
+TOKEN = "bench-token"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+SURFACES = {
+    "MCP `initialize`": ("POST", "/mcp", INITIALIZE, {"accept": "application/json, text/event-stream"}, 200),
+    "A2A agent card": ("GET", "/.well-known/agent-card.json", None, {}, 200),
+    "AG-UI run with no input (422)": ("POST", "/run/agui", {}, {}, 422),
+}
+"""A request to each protocol surface: method, path, JSON body, headers, the status it must get."""
 
 
 def environment(tree: Tree, no_bytecode: Path | None) -> dict[str, str]:
@@ -94,14 +121,35 @@ def ready(url: str) -> bool:
         return False
 
 
-def one_start(store: str, servers: int, env: dict[str, str], listener: Listener) -> tuple[float, float, int]:
-    """CPU seconds and wall seconds of one `elicithub serve` until /readyz is 200, and the connections its MCP
-    servers got meanwhile."""
+def timed(url: str, method: str, body: object, headers: dict[str, str], status: int) -> float:
+    """Wall seconds of one request, which must get `status`."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json", **headers}
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=READY_WITHIN_S) as response:
+            response.read()
+            got = response.status
+    except urllib.error.HTTPError as exc:
+        got = exc.code
+    if got != status:
+        raise RuntimeError(f"{method} {url}: {got}, not {status}")
+    return time.perf_counter() - t0
+
+
+def one_start(store: str, servers: int, env: dict[str, str], listener: Listener) -> Start:
+    """One `elicithub serve`: its CPU and wall seconds until /readyz is 200, the connections its MCP servers got
+    meanwhile, then the wall time of each surface's first and second request."""
     with tempfile.TemporaryDirectory(prefix="elicithub-bench-start-") as tmp:
         workdir = Path(tmp)
         url = f"sqlite:///{workdir}/hub.db" if store == "sqlite" else "memory://"
         address = f"http://127.0.0.1:{listener.server_address[1]}/mcp"
-        config = {"store": {"url": url}, "mcp_servers": [{"id": f"s{i}", "url": address} for i in range(servers)]}
+        config = {
+            "store": {"url": url},
+            "mcp_servers": [{"id": f"s{i}", "url": address} for i in range(servers)],
+            "users": [{"id": "bench", "token": TOKEN}],
+        }
         path = workdir / "hub.yaml"
         path.write_text(json.dumps(config))  # JSON is YAML
         port = free_port()
@@ -121,9 +169,16 @@ def one_start(store: str, servers: int, env: dict[str, str], listener: Listener)
             wall = time.perf_counter() - t0
             cpu = cpu_seconds(process.pid)
             contacted = listener.contacts - contacts
+            requests = {}
+            for order in ("first", "second"):
+                before = cpu_seconds(process.pid)
+                for name, (method, path, body, headers, status) in SURFACES.items():
+                    url = f"http://127.0.0.1:{port}{path}"
+                    requests[f"{order} {name}, wall"] = timed(url, method, body, headers, status)
+                requests[f"{order} three requests, the hub's CPU"] = cpu_seconds(process.pid) - before
         finally:
             stop(process)
-        return cpu, wall, contacted
+        return Start(cpu, wall, contacted, requests)
 
 
 def main() -> None:
@@ -146,10 +201,12 @@ def main() -> None:
         for _ in range(args.n):
             for tree in trees:
                 tree.imports.append(import_cpu(envs[tree.name]))
-                cpu, wall, contacted = one_start(args.store, args.mcp_servers, envs[tree.name], listener)
-                tree.cpu.append(cpu)
-                tree.wall.append(wall)
-                tree.contacts += contacted
+                start = one_start(args.store, args.mcp_servers, envs[tree.name], listener)
+                tree.cpu.append(start.cpu)
+                tree.wall.append(start.wall)
+                tree.contacts += start.contacts
+                for name, seconds in start.requests.items():
+                    tree.requests.setdefault(name, []).append(seconds)
             loads.append(os.getloadavg()[0])
     listener.shutdown()
     bytecode = "compiled from source" if args.no_bytecode else "from bytecode"
@@ -167,6 +224,9 @@ def main() -> None:
     for name, values in rows.items():
         print(f"| {name} | " + " | ".join(f"{statistics.median(v):.2f} s" for v in values) + " |")
     print("| connections to the MCP servers before ready | " + " | ".join(str(t.contacts) for t in trees) + " |")
+    for name in trees[0].requests:
+        cells = " | ".join(f"{statistics.median(t.requests[name]) * 1000:.0f} ms" for t in trees)
+        print(f"| then the {name} | {cells} |")
 
 
 if __name__ == "__main__":
