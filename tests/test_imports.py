@@ -1,16 +1,19 @@
 """What a process imports: a hub imports the libraries of a store, Slack, Teams, email, telemetry or the demo only
-when its config uses them, and the command's help and `config check` import no server (each import costs every
-start CPU)."""
+when its config uses them, the SDKs of its protocol surfaces, downstream clients and sign-ins only when first used,
+and the command's help and `config check` import no server (each import costs every start CPU)."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import USERS
 
 OPTIONAL = (
     "redis",
@@ -37,13 +40,42 @@ OPTIONAL = (
 )
 """What a hub on SQLite without Slack, Teams, email, telemetry, the demo or a provider's model does without."""
 
+LAZY = (
+    "mcp",
+    "mcp_types",
+    "a2a",
+    "google.protobuf",
+    "culsans",
+    "aiologic",
+    "ag_ui",
+    "authlib",
+    "joserfc",
+    "jsonschema",
+    "httpx",
+    "rich",
+    "pygments",
+    "elicithub.surfaces.mcp.server",
+    "elicithub.surfaces.a2a.agent",
+    "elicithub.surfaces.chat.agui",
+    "elicithub.triggers.mcp.server",
+    "elicithub.triggers.a2a.agent",
+    "elicithub.auth.discovery",
+    "elicithub.auth.oidc",
+)
+"""What a hub does without until it is used, whatever its config: the MCP SDK (the MCP surface's and a downstream
+server's), the A2A SDK with protobuf and its queues (culsans, aiologic), ag_ui (each surface is built by its first
+request, each downstream server or agent by its first call), authlib and joserfc (a sign-in), jsonschema (an
+approval), and httpx, which imports its command line's rich and pygments (a hub makes an httpx client only for A2A
+agents or an identity provider)."""
+
+MCP_SERVER = {"id": "deploy", "url": "http://127.0.0.1:1/mcp"}
+
 PROVIDERS = ("pydantic_ai", "openai", "anthropic", "google.genai")
 
-REPORT = """
-import json, sys
-{run}
-print(json.dumps(sorted(m for m in sys.modules if m in {names} or m.startswith(tuple(n + "." for n in {names})))))
-"""
+FOUND = 'json.dumps(sorted(m for m in sys.modules if m in {names} or m.startswith(tuple(n + "." for n in {names}))))'
+"""The modules of `names` (and their submodules) this interpreter has imported, as JSON."""
+
+REPORT = "import json, sys\n{run}\nprint(" + FOUND + ")"
 
 HUB = """
 from elicithub.config import Config
@@ -69,11 +101,30 @@ def imported(run: str, names: tuple[str, ...], cwd: Path) -> list[str]:
 
 
 def hub_imports(config: dict[str, object], cwd: Path) -> list[str]:
-    return imported(HUB.format(config=repr(config)), OPTIONAL, cwd)
+    return imported(HUB.format(config=repr(config)), (*OPTIONAL, *LAZY), cwd)
 
 
 def test_a_sqlite_hub_imports_no_other_store_slack_teams_telemetry_or_demo(tmp_path: Path) -> None:
     assert hub_imports({"store": {"url": f"sqlite:///{tmp_path}/hub.db"}}, tmp_path) == []
+
+
+def test_a_hub_with_an_mcp_server_imports_no_sdk_before_it_is_used(tmp_path: Path) -> None:
+    config = {"store": {"url": f"sqlite:///{tmp_path}/hub.db"}, "mcp_servers": [MCP_SERVER]}
+    assert hub_imports(config, tmp_path) == []
+
+
+def test_a_hub_with_an_a2a_agent_makes_its_client_and_imports_the_a2a_sdk_at_its_first_call(tmp_path: Path) -> None:
+    agent = {"id": "travel", "url": "http://127.0.0.1:1"}
+    found = hub_imports({"store": {"url": "memory://"}, "a2a_agents": [agent]}, tmp_path)
+    sdk = ("a2a", "google.protobuf", "culsans", "aiologic", "elicithub.triggers.a2a.agent")
+    assert "httpx" in found and not [m for m in found if m.startswith(sdk)], found
+
+
+def test_a_hub_with_an_identity_provider_imports_its_verifier_and_no_sign_in_client(tmp_path: Path) -> None:
+    oidc = {"issuer": "https://id.example.com", "audience": "elicithub", "client_id": "widget"}
+    found = set(hub_imports({"store": {"url": "memory://"}, "auth": {"oidc": oidc}}, tmp_path))
+    assert {"elicithub.auth.oidc", "joserfc", "httpx"} <= found
+    assert not {m for m in found if m.split(".")[0] in ("authlib", "mcp", "mcp_types", "a2a", "ag_ui")}, found
 
 
 def test_a_memory_hub_imports_no_store_library_either(tmp_path: Path) -> None:
@@ -180,3 +231,101 @@ providers.build(config.models[0])
     assert "pydantic_ai" in found and root in found
     others = set(ROOTS.values()) - {root}
     assert not {m for m in found for other in others if m == other or m.startswith(other + ".")}
+
+
+SERVED = """
+import os, threading, urllib.request
+from elicithub.cli import main
+
+
+def report_once_ready():
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:{port}/readyz", timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            threading.Event().wait(0.05)
+        print({found}, flush=True)
+    finally:
+        os._exit(0)
+
+
+threading.Thread(target=report_once_ready, daemon=True).start()
+sys.argv = ["elicithub", "serve", "--config", "hub.yaml", "--port", "{port}"]
+main()
+"""
+"""`elicithub serve` in this interpreter, reporting what it imported once `/readyz` is 200 (whatever happens, the
+report ends the process; a hub that cannot start ends it with no report)."""
+
+
+def test_elicithub_serve_is_ready_without_the_sdks_a_hub_imports_when_used(tmp_path: Path) -> None:
+    """The whole `serve` path (the command line, uvicorn, the hub's start), on issue 45's config: SQLite and one MCP
+    server. It exits when the process reports, whatever it found (a hub that cannot start prints nothing)."""
+    config = {"store": {"url": f"sqlite:///{tmp_path}/hub.db"}, "mcp_servers": [MCP_SERVER]}
+    (tmp_path / "hub.yaml").write_text(json.dumps(config))  # JSON is YAML
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    names = (*OPTIONAL, *LAZY)
+    run = SERVED.replace("{port}", str(port)).replace("{found}", FOUND.replace("{names}", repr(names)))
+    assert imported(run, names, tmp_path) == []
+
+
+FIRST_REQUESTS = """
+import asyncio, json, sys
+import httpx2
+from elicithub.config import Config
+from elicithub.server.app import create_app
+
+INITIALIZE = {{
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {{"protocolVersion": "2025-11-25", "capabilities": {{}}, "clientInfo": {{"name": "t", "version": "1"}}}},
+}}
+MCP = {{"authorization": "Bearer alice-secret", "accept": "application/json, text/event-stream"}}
+STEPS = [
+    ("mcp", "POST", "/mcp", {{"json": INITIALIZE, "headers": MCP}}),
+    ("a2a", "GET", "/.well-known/agent-card.json", {{}}),
+    ("ag_ui", "POST", "/run/agui", {{"json": {{}}}}),
+]
+
+
+def loaded(root):
+    return any(m == root or m.startswith(root + ".") for m in sys.modules)
+
+
+async def main():
+    app = create_app(Config.model_validate({config}))
+    seen = {{}}
+    async with app.router.lifespan_context(app):
+        transport = httpx2.ASGITransport(app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8700") as hub:
+            for sdk, method, path, options in STEPS:
+                before = loaded(sdk)
+                response = await hub.request(method, path, **options)
+                seen[sdk] = [before, response.status_code, loaded(sdk)]
+            seen["openapi"] = sorted((await hub.get("/openapi.json")).json()["paths"])
+    print(json.dumps(seen))
+
+
+asyncio.run(main())
+"""
+
+
+def test_each_surface_is_built_by_its_first_request_which_it_answers(tmp_path: Path) -> None:
+    """The MCP server's `initialize`, the A2A agent card and AG-UI's 401 to a caller without a token, each on a hub
+    that had not imported its SDK yet; /openapi.json still documents AG-UI's routes."""
+    config = {"store": {"url": "memory://"}, "users": USERS}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    run = FIRST_REQUESTS.format(config=repr(config))
+    done = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["mcp"] == [False, 200, True]
+    assert seen["a2a"] == [False, 200, True]
+    assert seen["ag_ui"] == [False, 401, True]
+    assert {"/run/agui", "/run/agui/{agent}"} <= set(seen["openapi"])

@@ -23,7 +23,7 @@ root of their own, `elicithub.testing.errors.TestRunnerError`.
     - RateLimited
     - Overloaded
   + CredentialRefused (triggers.credentials)
-  + OAuthProblem (auth.discovery)
+  + OAuthProblem (auth.oauth)
   + SchemaError (core.schema)
   + BadNumber (core.jsoncodec)
   + RunTransitionError (core.runs)

@@ -23,7 +23,8 @@ from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryElicitations
 from elicithub.triggers.http import CallAuth
-from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers, sessions
+from elicithub.triggers.mcp import McpShared, downstream_client, sessions
+from elicithub.triggers.mcp.server import McpServerTrigger
 from elicithub.triggers.mcp.transport import CONNECTION_FAILED, OneRequestFails
 from tests.conftest import ServedInThread, free_port, served
 from tests.core_fixtures import until
@@ -163,9 +164,8 @@ async def kept(downstream: Downstream) -> AsyncIterator[Kept]:
     broker = Broker(MemoryElicitations(), Nowhere())
     await broker.start()
     http = downstream_client(60)
-    [trigger] = mcp_triggers(
-        [McpServerConfig(id="kept", url=downstream.url, protocol="legacy")], McpShared(broker, http, 60, 5)
-    )
+    config = McpServerConfig(id="kept", url=downstream.url, protocol="legacy")
+    trigger = McpServerTrigger(config, McpShared(broker, http, 60, 5))
     yield trigger, broker
     await trigger.close()
     await http.aclose()
@@ -353,7 +353,7 @@ async def standalone() -> AsyncIterator[Kept]:
     http = downstream_client(60)
     with served(standalone_server.mcp_app(), timeout_graceful_shutdown=1) as server:
         config = McpServerConfig(id="standalone", url=f"{server.url}/mcp", protocol="legacy")
-        [trigger] = mcp_triggers([config], McpShared(broker, http, 60, 5))
+        trigger = McpServerTrigger(config, McpShared(broker, http, 60, 5))
         yield trigger, broker
         await trigger.close()
     await http.aclose()

@@ -19,8 +19,9 @@ from elicithub.core.runs import Pause
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryElicitations
-from elicithub.triggers.mcp import McpServerTrigger, McpShared, downstream_client, mcp_triggers
+from elicithub.triggers.mcp import McpShared, downstream_client
 from elicithub.triggers.mcp.pauses import TaskState
+from elicithub.triggers.mcp.server import McpServerTrigger
 from tests.conftest import ServedInThread, served
 from tests.servers.core_tasks_server import build as build_core
 from tests.servers.tasks_server import TaskBook, build
@@ -110,8 +111,7 @@ async def http() -> AsyncIterator[Any]:
 
 
 def trigger(server: TaskServer, call: Call, http: Any, **config: Any) -> McpServerTrigger:
-    [made] = mcp_triggers([McpServerConfig(id="wh", url=server.url, **config)], McpShared(call.broker, http, 60, 5))
-    return made
+    return McpServerTrigger(McpServerConfig(id="wh", url=server.url, **config), McpShared(call.broker, http, 60, 5))
 
 
 async def finish(running: asyncio.Task[ToolOutcome]) -> ToolOutcome:

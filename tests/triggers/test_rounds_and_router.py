@@ -14,21 +14,13 @@ from elicithub.config import McpServerConfig
 from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer
 from elicithub.core.events import ElicitationRequested, RunPaused
-from elicithub.protocol.mcp_rounds import is_full_round
+from elicithub.protocol.mcp_rounds import EmptyRound, RoundsExceeded, drive_rounds, is_full_round, is_input_required
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import ToolRouter
 from elicithub.runtime.tools import CallContext, ToolOutcome
 from elicithub.store import MemoryElicitations
-from elicithub.triggers.mcp import (
-    EmptyRound,
-    McpShared,
-    RoundsExceeded,
-    downstream_client,
-    drive_rounds,
-    is_input_required,
-    mcp_triggers,
-)
+from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 from tests.conftest import McpProcess
 
 pytestmark = pytest.mark.anyio

@@ -22,26 +22,10 @@ from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_serv
 from mcp_types import LATEST_PROTOCOL_VERSION
 from pydantic import ValidationError
 
+from elicithub.auth.oauth import AuthServer, OAuthProblem
 from elicithub.config import ServiceConfig
-from elicithub.errors import HubError
 
 log = logging.getLogger(__name__)
-
-
-class OAuthProblem(HubError):
-    """The authorization server could not be found, or refused us; the message is safe to show a person."""
-
-
-@dataclass(frozen=True)
-class AuthServer:
-    issuer: str
-    authorization_endpoint: str
-    token_endpoint: str
-    registration_endpoint: str | None
-    resource: str | None  # RFC 8707 resource indicator: the protected MCP server
-    scope: str | None
-    auth_methods: list[str] | None = None  # token_endpoint_auth_methods_supported
-    client_id_metadata: bool = False  # client_id_metadata_document_supported
 
 
 @dataclass(frozen=True)

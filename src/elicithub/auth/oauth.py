@@ -1,5 +1,8 @@
 """The hub as an OAuth 2.1 client of a downstream server's authorization server: registration (configured, client
-ID metadata document, or dynamic), code + PKCE flows, refreshes."""
+ID metadata document, or dynamic), code + PKCE flows, refreshes.
+
+Every hub has one, and few ever sign anyone in: the libraries a flow stands on (authlib, httpx, the MCP SDK's
+discovery) are imported by the first flow, not by the hub's start."""
 
 from __future__ import annotations
 
@@ -7,24 +10,42 @@ import logging
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import urlsplit
 
-import httpx
-from authlib.common.security import generate_token
-from authlib.integrations.httpx_client import AsyncOAuth2Client
-from mcp.client.auth.utils import union_scopes
-
-from elicithub.auth.discovery import AuthServer, OAuthProblem, discover
 from elicithub.auth.vault import ClientRegistration, Credential, Vault
 from elicithub.config import OAuthConfig, ServiceConfig
 from elicithub.core.jsoncodec import JsonObject
+from elicithub.errors import HubError
+
+if TYPE_CHECKING:
+    import httpx
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 __all__ = ["AuthServer", "Authorization", "OAuthClient", "OAuthProblem"]
 
 log = logging.getLogger(__name__)
 
 _METADATA_TTL_S = 300.0
+
+
+class OAuthProblem(HubError):
+    """The authorization server could not be found, or refused us; the message is safe to show a person."""
+
+
+@dataclass(frozen=True)
+class AuthServer:
+    """A server's authorization server, as discovered (auth/discovery.py) or configured."""
+
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    registration_endpoint: str | None
+    resource: str | None  # RFC 8707 resource indicator: the protected MCP server
+    scope: str | None
+    auth_methods: list[str] | None = None  # token_endpoint_auth_methods_supported
+    client_id_metadata: bool = False  # client_id_metadata_document_supported
+
 
 CLIENT_METADATA_PATH = "/oauth/client-metadata.json"
 """Where the hub serves its OAuth client ID metadata document; its URL is the hub's client_id at authorization
@@ -82,6 +103,8 @@ class OAuthClient:
         }
 
     def _http(self) -> httpx.AsyncClient:
+        import httpx
+
         return httpx.AsyncClient(timeout=15, follow_redirects=False)
 
     async def auth_server(self, server: ServiceConfig) -> AuthServer:
@@ -98,6 +121,8 @@ class OAuthClient:
             scopes = " ".join(oauth.scopes) if oauth.scopes else None
             issuer = oauth.issuer or oauth.authorization_endpoint
             return AuthServer(issuer, oauth.authorization_endpoint, oauth.token_endpoint, None, server.url, scopes)
+        from elicithub.auth.discovery import discover
+
         return await discover(server)
 
     async def registration(self, server: ServiceConfig, found: AuthServer) -> ClientRegistration:
@@ -119,6 +144,8 @@ class OAuthClient:
                 f"{server.display_name}'s authorization server does not register clients; "
                 "configure oauth.client_id for it."
             )
+        from mcp.client.auth.utils import union_scopes
+
         # A client registered for fewer scopes registers again for all of them, or a step-up could not ask.
         scope = union_scopes(known.scope if known is not None else None, found.scope)
         metadata: ClientMetadata = {
@@ -146,6 +173,8 @@ class OAuthClient:
         return client
 
     def _oauth2(self, client: ClientRegistration, found: AuthServer) -> AsyncOAuth2Client:
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         return AsyncOAuth2Client(
             client_id=client.client_id,
             client_secret=client.client_secret,
@@ -158,6 +187,9 @@ class OAuthClient:
 
     async def authorization(self, server: ServiceConfig, state: str, *, scope: str | None = None) -> Authorization:
         """Where to send the person to sign in; `scope` asks for more than the server's usual (a step-up)."""
+        from authlib.common.security import generate_token
+        from mcp.client.auth.utils import union_scopes
+
         found = await self.auth_server(server)
         if scope:
             found = replace(found, scope=union_scopes(found.scope, scope))

@@ -1,5 +1,6 @@
 """The widget's sessions at the identity provider: the refresh token kept sealed in the vault, used at the provider
-once the access token has expired, and the session ended when the provider refuses it."""
+once the access token has expired, and the session ended when the provider refuses it. Only a hub with a provider
+has any: authlib is imported by the first sign-in or refresh."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-from authlib.integrations.httpx_client import AsyncOAuth2Client
-from authlib.integrations.httpx_client import OAuthError as AuthlibOAuthError
 
-from elicithub.auth.oidc import OidcVerifier, Person
 from elicithub.auth.vault import ProviderSession, Vault
 from elicithub.config import OidcConfig
 from elicithub.errors import IdentityUnavailable
+
+if TYPE_CHECKING:
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
+
+    from elicithub.auth.oidc import OidcVerifier, Person
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,8 @@ class Session:
 
 def widget_client(oidc: OidcConfig, public_url: str, client_secret: str | None) -> AsyncOAuth2Client:
     """The widget's OAuth client at the provider (authlib): the sign-in's code exchange and each refresh."""
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
+
     return AsyncOAuth2Client(
         client_id=oidc.client_id,
         client_secret=client_secret,
@@ -125,6 +130,8 @@ class ProviderSessions:
 
     async def _token(self, refresh_token: str) -> Mapping[str, Any] | None:
         """The provider's answer to a refresh grant; None when it refused it (the person's session there ended)."""
+        from authlib.integrations.httpx_client import OAuthError as AuthlibOAuthError
+
         metadata = await self.verifier.discover()
         try:
             async with self.client() as client:

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
-import jsonschema
-
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.schema import FieldError, SchemaError, validate_requested_schema
 
@@ -124,6 +122,8 @@ class Approval:
         """What is wrong with the arguments as edited, by the tool's input schema: one error per field."""
         if self.tool_schema is None:
             return []
+        import jsonschema  # by the first edited approval, not by every hub's start
+
         errors: dict[str, str] = {}
         validator = jsonschema.Draft202012Validator(self.tool_schema)
         for error in validator.iter_errors(edited(arguments, content)):

@@ -71,8 +71,12 @@ class HubApp(FastAPI):
             await self.observed(functools.partial(self.wire.serve, path), scope, receive, send, path)
 
     def openapi(self) -> dict[str, Any]:
-        """/openapi.json, built once (FastAPI keeps it), every discriminated union's tag said to be required."""
+        """/openapi.json, built once (FastAPI keeps it) with the routes that describe the surfaces built by their first
+        request, every discriminated union's tag said to be required."""
         built = self.openapi_schema is not None
+        if not built:
+            for router in openapi.described_on_demand():
+                self.include_router(router)
         document = super().openapi()
         if not built:
             openapi.tags_required(document)

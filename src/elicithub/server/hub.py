@@ -10,7 +10,6 @@ import time
 from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
@@ -20,7 +19,6 @@ from elicithub.auth.groups import SignedInGroups
 from elicithub.auth.keys import Keys, load_keys
 from elicithub.auth.links import LinkSigner, LinkTickets
 from elicithub.auth.oauth import OAuthClient
-from elicithub.auth.oidc import OidcVerifier
 from elicithub.auth.sessions import ProviderSessions, widget_client
 from elicithub.auth.vault import Vault
 from elicithub.config import SESSION_S, Config
@@ -45,17 +43,12 @@ from elicithub.server.demo import HubDemo
 from elicithub.server.dev_sign_in import DevSignIn
 from elicithub.server.identity import Identity
 from elicithub.server.resource_metadata import ProtectedResource
+from elicithub.server.surfaces import a2a_surface, agui_surface, mcp_surface
 from elicithub.store import configured_backend
 from elicithub.store.casts import CastFanOut
 from elicithub.surfaces import Surface
-from elicithub.surfaces.a2a.agent import A2aSurface
-from elicithub.surfaces.a2a.tasks import HubTaskStore
 from elicithub.surfaces.audit import AuditPages
-from elicithub.surfaces.chat.agui import AguiSurface
 from elicithub.surfaces.mcp.list_changed import ToolListChanges
-from elicithub.surfaces.mcp.server import McpSurface
-from elicithub.surfaces.mcp.state import Tickets
-from elicithub.surfaces.mcp.task_records import TaskRecords
 from elicithub.surfaces.pages.admin import AdminPages
 from elicithub.surfaces.pages.connect import SignInPages
 from elicithub.surfaces.pages.inbox import InboxPages
@@ -70,14 +63,12 @@ from elicithub.triggers.delegate import DelegateTrigger
 from elicithub.triggers.mcp import McpShared, downstream_client, mcp_triggers
 
 if TYPE_CHECKING:
+    from elicithub.auth.oidc import OidcVerifier
     from elicithub.surfaces.email import EmailSurface
     from elicithub.surfaces.slack import SlackSurface
     from elicithub.surfaces.teams import TeamsSurface
 
 log = logging.getLogger(__name__)
-
-AGENT_DESCRIPTION = "Ask the hub's {agent}; it calls tools, and asks you when a tool needs your input."
-"""How the hub's MCP and A2A servers describe an agent whose config gives no description."""
 
 RESOLVED_RETENTION = timedelta(days=1)
 """How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
@@ -198,13 +189,14 @@ class Hub:
             gate,
             self.backend.kv,
         )
-        self.a2a_http = a2a_client()
-        a2a = A2aShared(self.broker, self.a2a_http, config.elicitation.timeout_s, config.elicitation.max_rounds, gate)
-        triggers: list[Trigger] = [
-            *mcp_triggers(config.mcp_servers, shared),
-            *a2a_triggers(config.a2a_agents, a2a),
-            *(DelegateTrigger(agent, self.backend.runs) for agent in config.agents),
-        ]
+        triggers: list[Trigger] = [*mcp_triggers(config.mcp_servers, shared)]
+        self.a2a_http = a2a_client() if config.a2a_agents else None
+        """The A2A agents' pooled client, when any are configured."""
+        if self.a2a_http is not None:
+            timeout_s, max_rounds = config.elicitation.timeout_s, config.elicitation.max_rounds
+            a2a = A2aShared(self.broker, self.a2a_http, timeout_s, max_rounds, gate)
+            triggers.extend(a2a_triggers(config.a2a_agents, a2a))
+        triggers.extend(DelegateTrigger(agent, self.backend.runs) for agent in config.agents)
         self.tools = ToolRouter([approvals.wrap(t) for t in triggers], {a.id: a.tools for a in config.agents})
         runner = Runner(
             self.model,
@@ -229,7 +221,11 @@ class Hub:
         self.client_address = ClientAddress(config.server.trusted_proxies)
         """Where a request comes from (behind the proxies the config trusts): the limits count anonymous callers so."""
         self.resource = ProtectedResource(config.public_url, config.auth.oidc)
-        self.oidc = OidcVerifier(oidc, self.resource.audiences) if oidc is not None else None
+        self.oidc: OidcVerifier | None = None
+        if oidc is not None:
+            from elicithub.auth.oidc import OidcVerifier  # joserfc and httpx: only with a provider
+
+            self.oidc = OidcVerifier(oidc, self.resource.audiences)
         self.oidc_client_secret = (
             os.environ.get(oidc.client_secret_env) if oidc is not None and oidc.client_secret_env else None
         )
@@ -296,28 +292,9 @@ class Hub:
     def _build_surfaces(self) -> None:
         """The surfaces that serve a protocol of their own (MCP, A2A, AG-UI; Slack, Teams and email when configured)."""
         config, oidc = self.config, self.config.auth.oidc
-        agents = {a.id: a.description or AGENT_DESCRIPTION.format(agent=a.id) for a in config.agents}
-        self.mcp = McpSurface(
-            self.conversations,
-            Tickets(self.backend.kv),
-            TaskRecords(self.backend.kv, config.conversations.retention_s),
-            self.identity,
-            self.keys.derive("mcp-request-state"),
-            config.elicitation.timeout_s,
-            agents,
-            self.tool_changes,
-            self.tools if config.mcp_server.tools else None,
-            connectable={s.id for s in config.mcp_servers if s.credential_scope == "user"},
-            host=urlsplit(config.public_url).hostname or "127.0.0.1",
-        )
-        self.a2a = A2aSurface(
-            self.conversations,
-            HubTaskStore(self.backend.kv, config.conversations.retention_s),
-            self.identity,
-            config.public_url,
-            agents,
-            issuer=oidc.issuer if oidc is not None else None,
-        )
+        # Built by their first requests (server/surfaces.py).
+        self.mcp = mcp_surface(self)
+        self.a2a = a2a_surface(self)
         # Optional surfaces: the app mounts the routes of those configured.
         self.slack: SlackSurface | None = None
         if config.slack is not None:
@@ -364,15 +341,7 @@ class Hub:
             self.approval_notices.register(self.email.notices)
             if config.email.questions:
                 self.sink.hear(self.email.notices.heard)
-        self.agui = AguiSurface(
-            self.conversations,
-            self.backend.kv,
-            self.identity,
-            self.streams,
-            keepalive_s=config.streams.keepalive_s,
-            retention_s=config.conversations.retention_s,
-            agent_of=lambda name: config.agent(name).id,
-        )
+        self.agui = agui_surface(self)
         self.surfaces: list[Surface] = [
             self.mcp,
             self.a2a,
@@ -412,7 +381,8 @@ class Hub:
         await self.broker.close()
         await self.tools.close()
         await self.http.aclose()
-        await self.a2a_http.aclose()
+        if self.a2a_http is not None:
+            await self.a2a_http.aclose()
         if self.oidc is not None:
             await self.oidc.close()
         await self._demo.close()

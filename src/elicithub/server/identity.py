@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from elicithub.auth.oidc import OidcVerifier, Person
 from elicithub.auth.sessions import ProviderSessions, Session
 from elicithub.config import SESSION_S, UserConfig
 from elicithub.server.resource_metadata import ProtectedResource
+
+if TYPE_CHECKING:  # imported by a hub with a provider (joserfc, httpx)
+    from elicithub.auth.oidc import OidcVerifier, Person
 
 SESSION_COOKIE = "elicithub_session"
 ANONYMOUS_COOKIE = "elicithub_anonymous"

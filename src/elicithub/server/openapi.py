@@ -1,5 +1,5 @@
-"""What /openapi.json says the wire routes answer (the routes served ahead of FastAPI lend it their signatures), and
-what it says of every discriminated union."""
+"""What /openapi.json says the wire routes answer (the routes served ahead of FastAPI lend it their signatures), what
+it says of the surfaces built by their first request, and of every discriminated union."""
 
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ async def chat_completions(
 )
 async def ui_chat(body: UIChatBody) -> Response:
     raise NotImplementedError("served by elicithub.server.chat_routes")
+
+
+def described_on_demand() -> list[APIRouter]:
+    """Routes that only describe a surface built by its first request (server/surfaces.py), for the app to include
+    when /openapi.json is first built: their bodies are the surface's SDK's models (AG-UI's `RunAgentInput`), which a
+    hub's start does without."""
+    from elicithub.surfaces.chat.agui_openapi import documented
+
+    return [documented]
 
 
 def tags_required(document: Any) -> None:

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from elicithub.core.elicitation import Elicitation
+from elicithub.core.elicitation import Answer, Elicitation
 from elicithub.core.events import (
     ElicitationResolved,
     ModelStatus,
@@ -149,3 +149,15 @@ class PauseDriver:
             return paused
         await resumed()
         return await self.follow(conversation_id, run_id, after, show, resumed, status, seen)
+
+
+def ends_with_sign_in(elicitation: Elicitation, answer: Answer) -> bool:
+    """Whether the client's answer leaves the question open until a sign-in completes: `accept` on a url question
+    only says the person agreed to open the link (MCP 2025-11-25). The hub's own sign-ins (and an A2A agent's) end
+    when the sign-in does, so the call waits for that; a downstream MCP server's link is that server's to follow up,
+    so the `accept` is its answer, passed on at once."""
+    return (
+        elicitation.mode == "url"
+        and answer.action == "accept"
+        and elicitation.context.get("trigger") != "mcp_elicitation"
+    )

@@ -17,8 +17,6 @@ from dataclasses import replace
 from datetime import timedelta
 from functools import partial
 
-import jsonschema
-
 from elicithub.auth.groups import SignedInGroups
 from elicithub.config.approvals import ApprovalPolicy, first_policy
 from elicithub.core.approval import Approval, approval_schema, edited
@@ -156,6 +154,8 @@ class ApprovalGate:
             log.warning("cannot list %s for its input schema: %s", trigger.prefix, exc)
             return None
         schema = next((s.input_schema for s in specs if s.name == tool), None)
+        import jsonschema  # by the first approval asked, not by every hub's start
+
         try:
             jsonschema.Draft202012Validator.check_schema(schema or {})
         except jsonschema.SchemaError:

@@ -9,8 +9,6 @@ import time
 from dataclasses import replace
 from urllib.parse import urlencode
 
-from mcp.client.auth.utils import union_scopes
-
 from elicithub.auth.links import LinkSigner
 from elicithub.auth.oauth import OAuthClient, OAuthProblem
 from elicithub.auth.vault import Credential, Vault
@@ -81,6 +79,8 @@ class CredentialGate:
             raise CredentialRefused(needs_connection(server, tool, context))
         user_id = context.user_id
         if step_up is not None:
+            from mcp.client.auth.utils import union_scopes  # the SDK's, imported by a step-up, not at start
+
             current = await self.vault.credential(server.id, user_id)
             scope = union_scopes(current.scope if current is not None else None, step_up)
             wider = await self._connect(server, tool, context, user_id, scope=scope)

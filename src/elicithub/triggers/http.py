@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx2
-from mcp.client.auth.utils import extract_field_from_www_auth
 
 from elicithub import telemetry
 
@@ -43,8 +42,12 @@ class ContextAuth(httpx2.Auth):
             auth.rejected = True
         elif response.status_code == 404 and "mcp-session-id" in request.headers:
             auth.session_lost = True
-        elif response.status_code == 403 and extract_field_from_www_auth(response, "error") == "insufficient_scope":
-            auth.insufficient_scope = extract_field_from_www_auth(response, "scope") or ""
+        elif response.status_code == 403:
+            # The MCP SDK's parser, imported by the first 403 rather than by every hub's start.
+            from mcp.client.auth.utils import extract_field_from_www_auth
+
+            if extract_field_from_www_auth(response, "error") == "insufficient_scope":
+                auth.insufficient_scope = extract_field_from_www_auth(response, "scope") or ""
 
 
 @contextmanager

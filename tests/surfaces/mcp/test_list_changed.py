@@ -85,7 +85,9 @@ async def session(hub: RunningHub, mode: str, user: str) -> AsyncIterator[Sessio
 def standalone_streams(hub: RunningHub) -> int:
     """How many of the hub's 2025-11-25 sessions have their standalone (GET) stream open, so that a notification
     sent now reaches the client. Only the SDK's transports know; the test reads it there."""
-    transports = list(hub.hub.mcp.server.session_manager._server_instances.values())
+    surface = hub.hub.mcp.surface  # built by the sessions' first request
+    assert surface is not None
+    transports = list(surface.server.session_manager._server_instances.values())
     return sum(GET_STREAM_KEY in t._request_streams for t in transports)
 
 

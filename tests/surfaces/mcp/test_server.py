@@ -184,7 +184,7 @@ def test_another_users_tampered_or_expired_state_is_refused_and_changes_nothing(
             with hub.client() as chat:  # none of that answered anything
                 assert chat.get("/healthz").json()["pendingElicitations"] == 1
             later = time.time() + hub.config.elicitation.timeout_s + 1  # past the question's deadline
-            hub.hub.mcp.tickets.clock = lambda: later
+            hub.hub.mcp.surface.tickets.clock = lambda: later
             with pytest.raises(MCPError, match="expired"):
                 await retry(alice, arguments, first.request_state, answer)
 

@@ -45,6 +45,7 @@ from elicithub.core.jsoncodec import whole_numbers
 from elicithub.errors import AlreadyResolved, BadRequest, Expired, HubError, InvalidContent, Limited, Overloaded
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.surfaces import expiry
+from elicithub.surfaces.a2a import CARD_PATH, PATH
 from elicithub.surfaces.a2a.answer import StreamedAnswer
 from elicithub.surfaces.a2a.card import BearerCallContext, a2a_caller, agent_card
 from elicithub.surfaces.gates import (
@@ -100,12 +101,12 @@ class A2aSurface:
         self.agents = agents
         self.card = agent_card(public_url, agents, issuer)
         self.handler = _Handler(_Executor(self), tasks, self.card, surface=self)
-        rpc = create_jsonrpc_routes(self.handler, "/a2a", BearerCallContext(bearer.user_for), enable_v0_3_compat=True)
+        rpc = create_jsonrpc_routes(self.handler, PATH, BearerCallContext(bearer.user_for), enable_v0_3_compat=True)
         # a2a-sdk answers parse errors with HTTP 200; a body with a number JSON cannot carry gets the same.
-        gate = BearerGate(FiniteNumbers(sdk_endpoint(rpc, "/a2a"), status=200), bearer, "")
+        gate = BearerGate(FiniteNumbers(sdk_endpoint(rpc, PATH), status=200), bearer, "")
         self._routes: list[BaseRoute] = [
-            *create_agent_card_routes(self.card),
-            Route("/a2a", gate, methods=["POST"], include_in_schema=False),
+            *create_agent_card_routes(self.card, card_url=CARD_PATH),
+            Route(PATH, gate, methods=["POST"], include_in_schema=False),
         ]
 
     @property

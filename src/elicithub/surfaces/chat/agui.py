@@ -41,16 +41,13 @@ from elicithub.errors import (
     ToolCallNotFound,
 )
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces.chat import AGUI_PATHS
 from elicithub.surfaces.chat.agui_client import offered, results
 from elicithub.surfaces.chat.agui_events import AguiWriter, history, words
 from elicithub.surfaces.chat.agui_interrupts import BadPayload, answer_of, interrupt
-from elicithub.surfaces.chat.agui_openapi import documented
 from elicithub.surfaces.gates import Bearer, bearer_token
-from elicithub.surfaces.mcp.asking import ends_with_sign_in
+from elicithub.surfaces.pauses import ends_with_sign_in
 from elicithub.surfaces.streaming import OpenStreams, SSEResponse
-
-PATH = "/run/agui"
-AGENT_PATH = PATH + "/{agent}"
 
 
 class _Refused(HubError):
@@ -93,10 +90,8 @@ class AguiSurface:
         self.keepalive_s = keepalive_s
         self.retention_s = retention_s
         self.agent_of = agent_of
-        # Served by these; the documented routes after them, which only describe them, are never reached.
         self._routes: list[BaseRoute] = [
-            *(Route(path, self.endpoint, methods=["POST"], include_in_schema=False) for path in (PATH, AGENT_PATH)),
-            *documented.routes,
+            Route(path, self.endpoint, methods=["POST"], include_in_schema=False) for path in AGUI_PATHS
         ]
 
     @property

@@ -1,8 +1,8 @@
 """What /openapi.json says of `POST /run/agui` and `POST /run/agui/{agent}`: the body, the stream, the errors.
 
 The AG-UI surface serves these paths with routes of its own (agui.py), which check who asks before they read the
-body and answer in AG-UI's terms. The routes here only lend FastAPI their signatures; the surface lists them after
-its own, so that no request ever reaches them.
+body and answer in AG-UI's terms. The routes here only lend FastAPI their signatures; the app includes them after
+the surface's own when /openapi.json is first built (server/openapi.py), so that no request ever reaches them.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from elicithub.errors import AlreadyResolved, Expired, InvalidContent
 from elicithub.protocol.mcp_tasks import RELATED_TASK
 from elicithub.runtime.conversations import Caller, Conversations
 from elicithub.runtime.taken import Sent
-from elicithub.surfaces.pauses import Ended
+from elicithub.surfaces.pauses import Ended, ends_with_sign_in
 
 Start = Callable[[Caller], Awaitable[Sent]]
 """Starts a call's run for its caller: an agent's run for its message, or a direct call's."""
@@ -74,18 +74,6 @@ def direct_result(_: str, ended: Ended, __: set[str]) -> mt.CallToolResult:
         return mt.CallToolResult.model_validate({**call.result, "_meta": meta or None})
     text = call.text if call is not None else ended.text
     return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)], is_error=call is None or call.is_error)
-
-
-def ends_with_sign_in(elicitation: Elicitation, answer: Answer) -> bool:
-    """Whether the client's answer leaves the question open until a sign-in completes: `accept` on a url question
-    only says the person agreed to open the link (MCP 2025-11-25). The hub's own sign-ins (and an A2A agent's) end
-    when the sign-in does, so the call waits for that; a downstream MCP server's link is that server's to follow up,
-    so the `accept` is its answer, passed on at once."""
-    return (
-        elicitation.mode == "url"
-        and answer.action == "accept"
-        and elicitation.context.get("trigger") != "mcp_elicitation"
-    )
 
 
 async def ask_back(

@@ -5,7 +5,8 @@ A 2025-11-25 session is told on its standalone stream (the SSE stream of its GET
 2026-07-28 client on each `subscriptions/listen` stream it opened for tool changes. Each belongs to the user whose
 token opened it, and only that user's changes reach it. A sign-in completes on whichever hub serves its callback, so
 the change is cast to every hub sharing the store: best effort, as the notification itself is (a client that missed
-one sees the new tools when it next lists them).
+one sees the new tools when it next lists them). Every hub hears the casts from its start; the MCP SDK is imported
+with the MCP surface, by its first request (a session or stream to tell exists only from then on).
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import TypeVar
-
-from mcp.server.connection import Connection
-from mcp.server.session import ServerSession
-from mcp.server.subscriptions import ServerEvent, SubscriptionBus, ToolsListChanged
+from typing import TYPE_CHECKING, TypeVar
 
 from elicithub.core.ports import Casts
+
+if TYPE_CHECKING:
+    from mcp.server.connection import Connection
+    from mcp.server.session import ServerSession
+    from mcp.server.subscriptions import ServerEvent, SubscriptionBus
 
 TAG = '{"tools":'
 """How a cast of this kind starts (`{"tools":USER}`): the hub's other casts pass it over, and it theirs, unread."""
 
-Listener = Callable[[ServerEvent], None]
+Listener = Callable[["ServerEvent"], None]
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -64,8 +66,12 @@ class ToolListChanges:
         if not raw.startswith(TAG):
             return
         user_id = json.loads(raw)["tools"]
-        for listener in list(self._listeners.get(user_id, {}).values()):
-            listener(ToolsListChanged())
+        listeners = list(self._listeners.get(user_id, {}).values())
+        if listeners:  # only once the MCP surface is built: the SDK is imported by then
+            from mcp.server.subscriptions import ToolsListChanged
+
+            for listener in listeners:
+                listener(ToolsListChanged())
         connections = list(self._connections.get(user_id, {}).values())
         if connections:
             telling = asyncio.get_running_loop().create_task(_tell(connections))

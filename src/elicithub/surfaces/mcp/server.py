@@ -42,6 +42,7 @@ from elicithub.surfaces.gates import (
     sdk_endpoint,
     user_of,
 )
+from elicithub.surfaces.mcp import PATH
 from elicithub.surfaces.mcp.asking import (
     Finish,
     Start,
@@ -49,7 +50,6 @@ from elicithub.surfaces.mcp.asking import (
     call_result,
     direct_result,
     elicit_request,
-    ends_with_sign_in,
     modes_of,
 )
 from elicithub.surfaces.mcp.gateway import Gateway
@@ -59,7 +59,7 @@ from elicithub.surfaces.mcp.state import RoundState, StateRefused, Tickets, dige
 from elicithub.surfaces.mcp.task_calls import CoreTasks, TasksServerExtension, may_be_task
 from elicithub.surfaces.mcp.task_records import TaskRecords
 from elicithub.surfaces.mcp.tasks import McpTasks
-from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show
+from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, Show, ends_with_sign_in
 
 MRTR = "2026-07-28"
 
@@ -106,11 +106,11 @@ class McpSurface:
         )
         for agent, description in agents.items():
             self.server.add_tool(self._tool(agent), name=agent, description=description, structured_output=False)
-        app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
+        app = self.server.streamable_http_app(streamable_http_path=PATH, host=host)
         # Bodies with numbers JSON cannot carry get the parse error the SDK gives any unparsable body (HTTP 400).
-        endpoint = SessionEnd(sdk_endpoint(app.routes, "/mcp"))
-        gate = BearerGate(FiniteNumbers(endpoint, status=400), bearer, "/mcp")
-        self.routes: list[BaseRoute] = [Route("/mcp", gate, methods=["GET", "POST", "DELETE"], include_in_schema=False)]
+        endpoint = SessionEnd(sdk_endpoint(app.routes, PATH))
+        gate = BearerGate(FiniteNumbers(endpoint, status=400), bearer, PATH)
+        self.routes: list[BaseRoute] = [Route(PATH, gate, methods=["GET", "POST", "DELETE"], include_in_schema=False)]
         self.stopping = False
 
     @contextlib.asynccontextmanager

@@ -56,11 +56,10 @@ from elicithub.surfaces.mcp.asking import (
     call_result,
     direct_result,
     elicit_request,
-    ends_with_sign_in,
     modes_of,
 )
 from elicithub.surfaces.mcp.task_records import TaskRecord, TaskRecords
-from elicithub.surfaces.pauses import Ended, Paused, PauseDriver
+from elicithub.surfaces.pauses import Ended, Paused, PauseDriver, ends_with_sign_in
 
 CORE_TASKS: Literal["2025-11-25"] = "2025-11-25"
 """The one handshake-era version with tasks in the core."""

@@ -7,20 +7,22 @@ import hmac
 import html
 import secrets
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from authlib.integrations.httpx_client import AsyncOAuth2Client
-from authlib.integrations.httpx_client import OAuthError as AuthlibOAuthError
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from elicithub.auth.addresses import SignedInAddresses
 from elicithub.auth.groups import SignedInGroups
-from elicithub.auth.oidc import OidcVerifier, Person
 from elicithub.auth.sessions import CALLBACK_PATH, Session, widget_client
 from elicithub.config import OidcConfig
 from elicithub.errors import IdentityUnavailable
+
+if TYPE_CHECKING:  # a hub without a provider does without them (authlib, joserfc, httpx)
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
+
+    from elicithub.auth.oidc import OidcVerifier, Person
 
 
 class BrowserSessions(Protocol):
@@ -113,6 +115,8 @@ class ProviderSignIn:
             pending = None
         if not isinstance(pending, dict) or not hmac.compare_digest(str(pending.get("state")), state) or not code:
             return _page(400, "Not signed in", "This sign-in was started elsewhere or took too long.", again)
+        from authlib.integrations.httpx_client import OAuthError as AuthlibOAuthError
+
         try:
             metadata = await self.verifier.discover()
             async with self._client() as client:

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 import httpx
@@ -18,7 +17,6 @@ from a2a.types import AgentCard, Message, Role, Task, TaskState
 from a2a.utils.constants import TransportProtocol
 
 from elicithub.config import A2aAgentConfig
-from elicithub.core.broker import Broker
 from elicithub.core.elicitation import Answer
 from elicithub.core.jsoncodec import JsonObject
 from elicithub.core.runs import Pause
@@ -27,9 +25,10 @@ from elicithub.errors import HubError, QuestionRefused
 from elicithub.runtime.asker import Asker
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.tools import CallContext, ToolOutcome
+from elicithub.triggers.a2a import A2aShared
 from elicithub.triggers.a2a.questions import Round, answer_message, build_round, status_text
 from elicithub.triggers.a2a.task import INTERRUPTED, TERMINAL, TaskLink
-from elicithub.triggers.credentials import CredentialGate, CredentialRefused
+from elicithub.triggers.credentials import CredentialRefused
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +44,6 @@ CARD_TIMEOUT_S = 10.0
 """The longest a card fetch may take: every chat turn lists the tools, and waits for the slowest agent."""
 CARD_RETRY_S = 30.0
 """How long an agent whose card could not be fetched is left alone before the next try."""
-
-
-@dataclass(frozen=True)
-class A2aShared:
-    """What every A2A agent trigger of a hub shares: the broker, one pooled `httpx` client (the a2a-sdk's), the
-    question deadline, the round cap and the credential gate."""
-
-    broker: Broker
-    http: httpx.AsyncClient
-    timeout_s: float
-    max_rounds: int
-    gate: CredentialGate | None = None
 
 
 class A2aAgentTrigger:

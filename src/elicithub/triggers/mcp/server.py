@@ -7,12 +7,9 @@ import contextvars
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
-import anyio
-import httpx2
 import mcp_types as mt
 from mcp import Client, StdioServerParameters
 from mcp.client import ClientRequestContext
@@ -20,44 +17,28 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from elicithub.config import McpServerConfig
-from elicithub.core.broker import Broker
 from elicithub.core.jsoncodec import JsonObject
-from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import Message, Pause
 from elicithub.errors import QuestionRefused
 from elicithub.protocol.mcp_rounds import RoundsExceeded, drive_rounds
 from elicithub.protocol.mcp_task_requests import TasksClientExtension
 from elicithub.protocol.mcp_tasks import TaskHandle
-from elicithub.runtime.models import Model, ToolSpec
+from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.models.seam import ModelRequest, Unseen, unshown
 from elicithub.runtime.tools import CallContext, ToolOutcome
-from elicithub.triggers.credentials import CredentialGate, CredentialRefused
+from elicithub.triggers.credentials import CredentialRefused
 from elicithub.triggers.http import CallAuth, authorized
+from elicithub.triggers.mcp import McpShared
 from elicithub.triggers.mcp.catalogue import Catalogue
 from elicithub.triggers.mcp.pauses import RoundState, TaskState
 from elicithub.triggers.mcp.questions import Question
 from elicithub.triggers.mcp.sessions import Sessions, standalone_caller
-from elicithub.triggers.mcp.tasks import Sleep, TaskFollower, TaskProgress, is_task_pause, start_core_task
+from elicithub.triggers.mcp.tasks import TaskFollower, TaskProgress, is_task_pause, start_core_task
 
 log = logging.getLogger(__name__)
 
 CLIENT_INFO = mt.Implementation(name="elicithub", version=version("elicithub"))
 """How the hub names itself to downstream servers (not the SDK's default `mcp`)."""
-
-
-@dataclass(frozen=True)
-class McpShared:
-    """What every MCP server trigger of a hub shares: the broker, one pooled HTTP client (injectable, e.g. to
-    record traffic), the question deadline, the round cap, the model that answers sampling, the credential gate."""
-
-    broker: Broker
-    http: httpx2.AsyncClient
-    timeout_s: float
-    max_rounds: int
-    sampler: Model | None = None
-    gate: CredentialGate | None = None
-    listings: KeyValueStore | None = None  # where user-scoped servers' tool listings are kept for everyone
-    task_sleep: Sleep = anyio.sleep  # the wait between two polls of a downstream task (tests step it)
 
 
 class McpServerTrigger:
