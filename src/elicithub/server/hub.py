@@ -327,6 +327,7 @@ class Hub:
                 config.conversations.retention_s + config.elicitation.timeout_s,
                 config.groups,
                 self.signed_in_groups.of if oidc is not None else None,
+                self.metrics.notification,
             )
             self.approval_notices.register(self.teams.approvals)
         self.email: EmailSurface | None = None

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from elicithub.core.elicitation import State
@@ -104,6 +105,8 @@ def test_each_approver_with_a_teams_account_gets_a_card_in_their_own_chat(
         ended(microsoft, card, "✅ Approved by bob")
         assert card.updates == 1
     assert ops.calls == [{"service": "orders", "replicas": 2}]
+    metrics = httpx.get(f"{hub.url}/metrics").text
+    assert 'elicithub_notifications_total{channel="teams",outcome="sent"} 2.0' in metrics.splitlines()
 
 
 def test_deny_with_a_reason_refuses_the_call_and_every_card_says_why(

@@ -31,6 +31,7 @@ from elicithub.core.ports import KeyValueStore
 from elicithub.core.runs import RunRecord, conversation_key
 from elicithub.errors import Limited
 from elicithub.runtime.conversations import Caller, Conversations
+from elicithub.surfaces.reach import Notified, uncounted
 from elicithub.surfaces.teams import approval_cards, cards
 from elicithub.surfaces.teams.approvals import GroupsOf, TeamsApprovals, no_groups
 from elicithub.surfaces.teams.chat import ChatWriter
@@ -59,9 +60,11 @@ class TeamsSurface:
         retention_s: float,
         groups: Mapping[str, Collection[str]] | None = None,
         groups_of: GroupsOf | None = None,
+        notified: Notified = uncounted,
     ) -> None:
         """`groups`: the hub's static groups (whose members with a Teams account are sent approvals); `groups_of`: a
-        person's identity-provider groups, where there are any (who may answer an approval)."""
+        person's identity-provider groups, where there are any (who may answer an approval); `notified` counts the
+        approval cards and reminders sent (`elicithub_notifications_total{channel="teams"}`)."""
         self.conversations = conversations
         self.users = dict(config.users)
         self.agent = config.agent
@@ -76,7 +79,7 @@ class TeamsSurface:
             self.connector, self.records, conversations, links, LinkTickets(store), public_url, self.users, servers
         )
         self.approvals = TeamsApprovals(
-            self.connector, self.records, conversations, self.users, groups or {}, groups_of or no_groups
+            self.connector, self.records, conversations, self.users, groups or {}, groups_of or no_groups, notified
         )
         """Told of approvals by the hub (`hub.approval_notices`): the cards in approvers' chats."""
         self.writer = ChatWriter(self.connector, self.records, conversations, self.questions)

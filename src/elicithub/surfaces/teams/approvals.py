@@ -26,7 +26,7 @@ from elicithub.errors import (
 )
 from elicithub.runtime.approvers import asked_of, named
 from elicithub.runtime.conversations import Caller, Conversations, is_open
-from elicithub.surfaces.reach import accounts_of
+from elicithub.surfaces.reach import Notified, accounts_of, uncounted
 from elicithub.surfaces.teams import approval_cards, cards
 from elicithub.surfaces.teams.connector import Connector, card_message, text_message
 from elicithub.surfaces.teams.questions import Shown
@@ -48,7 +48,7 @@ async def no_groups(user_id: str) -> frozenset[str]:
 
 class TeamsApprovals:
     """An `ApprovalListener` that reaches approvers in Teams, and the answers they give there. `users`: Entra object
-    id -> hub user (`teams.users`); `groups`: the hub's static groups."""
+    id -> hub user (`teams.users`); `groups`: the hub's static groups; `notified` counts each message sent, or not."""
 
     def __init__(
         self,
@@ -58,8 +58,10 @@ class TeamsApprovals:
         users: Mapping[str, str],
         groups: Mapping[str, Collection[str]],
         groups_of: GroupsOf = no_groups,
+        notified: Notified = uncounted,
     ) -> None:
         self.connector = connector
+        self.notified = notified
         self.records = records
         self.conversations = conversations
         self.users = users
@@ -85,7 +87,9 @@ class TeamsApprovals:
                 else:
                     place = (card.service_url, card.conversation_id)
                     await self.connector.post(place, text_message(approval_cards.reminder(elicitation)))
+                    self.notified("teams", "sent")
             except Exception:
+                self.notified("teams", "failed")
                 log.exception("cannot remind %s of approval %s in Teams", object_id, elicitation.id)
 
     async def ended(self, elicitation: Elicitation) -> None:
@@ -113,6 +117,7 @@ class TeamsApprovals:
                 try:
                     await self._send(elicitation, object_id)
                 except Exception:
+                    self.notified("teams", "failed")
                     log.exception("cannot ask %s for approval %s in Teams", object_id, elicitation.id)
 
     def _reached(self, elicitation: Elicitation, to: People) -> list[str]:
@@ -121,12 +126,14 @@ class TeamsApprovals:
     async def _send(self, elicitation: Elicitation, object_id: str) -> None:
         chat = await self.connector.open_chat(object_id)
         if chat is None:
+            self.notified("teams", "failed")
             log.warning("cannot open a Teams chat with %s: no service_url configured, and none seen yet", object_id)
             return
         card = approval_cards.approval_card(elicitation, named(asked_of(elicitation)))
         activity_id = await self.connector.post(chat, card_message(card))
         keep_s = (elicitation.expires_at - utcnow()).total_seconds()
         await self.records.add_card(elicitation.id, ApprovalCard(object_id, *chat, activity_id), keep_s)
+        self.notified("teams", "sent")
 
     # -- an approver presses
 
