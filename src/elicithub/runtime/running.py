@@ -90,8 +90,15 @@ class Running:
         if record is None:
             known = self.runner.histories.first(key) if key is not None else []
             record = await self.runs.get(run_id, known=known)
-        if record is None or record.status == "finished" or record.owner != self.instance:
-            return  # stopped for good, or taken over by another instance meanwhile
+        if record is None or record.status == "finished":
+            return  # stopped for good
+        if record.owner != self.instance:
+            # Taken over by another instance meanwhile; or it was ours, taken from an instance that was only slow,
+            # and that instance wrote itself back as owner before it died: the sweep passes over a run parked here,
+            # so nobody would continue it. Continued here unless its owner lives.
+            if await self.runs.alive(record.owner) or not await self.runs.claim(run_id, record.owner, self.instance):
+                return
+            record = replace(record, owner=self.instance)
         self.start(record, resumed=True, unparked=True)
 
     def running(self) -> int:
