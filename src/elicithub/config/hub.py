@@ -75,7 +75,8 @@ class ConversationsConfig(Strict):
     """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
 
     retention_s: float = Field(default=7 * 24 * 3600, gt=0)
-    """How long an idle conversation is kept (and an MCP or A2A task of the hub's)."""
+    """How long an idle conversation is kept (and an MCP or A2A task of the hub's); its ended questions and finished
+    runs are kept a day at most, and never longer than this."""
     max_events: int = Field(default=1000, ge=100, le=100_000)
     """How many of a conversation's newest log entries are kept."""
 

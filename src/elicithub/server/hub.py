@@ -73,7 +73,8 @@ AGENT_DESCRIPTION = "Ask the hub's {agent}; it calls tools, and asks you when a 
 """How the hub's MCP and A2A servers describe an agent whose config gives no description."""
 
 RESOLVED_RETENTION = timedelta(days=1)
-"""How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
+"""How long a finished elicitation (and a finished run) is kept, so a repeated answer still gets its 200 (and a late
+one its 409/410); no longer than `conversations.retention_s`, since what it holds belongs to its conversation."""
 
 
 class Hub:
@@ -381,6 +382,7 @@ class Hub:
         await self.broker.expire_due()
         await self.approval_timers.fire_due()
         await self.approval_ends.sweep()
-        await self.broker.purge(RESOLVED_RETENTION)
-        await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
+        ended = min(RESOLVED_RETENTION, timedelta(seconds=self.config.conversations.retention_s))
+        await self.broker.purge(ended)
+        await self.backend.runs.purge(time.time() - ended.total_seconds())
         await self.conversations.purge(time.time() - self.config.conversations.retention_s)
