@@ -72,10 +72,6 @@ log = logging.getLogger(__name__)
 AGENT_DESCRIPTION = "Ask the hub's {agent}; it calls tools, and asks you when a tool needs your input."
 """How the hub's MCP and A2A servers describe an agent whose config gives no description."""
 
-RESOLVED_RETENTION = timedelta(days=1)
-"""How long a finished elicitation (and a finished run) is kept, so a repeated answer still gets its 200 (and a late
-one its 409/410); no longer than `conversations.retention_s`, since what it holds belongs to its conversation."""
-
 
 class Hub:
     """`instance` names this hub among those sharing a store: stable across restarts (`--instance`,
@@ -153,7 +149,9 @@ class Hub:
         self.approval_notices.register(self.inbox)
         self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
         self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
-        self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
+        self.approval_ends = ApprovalEnds(
+            self.backend.kv, self.store, self.audit, self.approval_notices, config.conversations.ended_retention_s
+        )
         return ApprovalGate(
             config.approvals,
             config.elicitation.timeout_s,
@@ -382,7 +380,7 @@ class Hub:
         await self.broker.expire_due()
         await self.approval_timers.fire_due()
         await self.approval_ends.sweep()
-        ended = min(RESOLVED_RETENTION, timedelta(seconds=self.config.conversations.retention_s))
-        await self.broker.purge(ended)
-        await self.backend.runs.purge(time.time() - ended.total_seconds())
+        ended_s = self.config.conversations.ended_retention_s
+        await self.broker.purge(timedelta(seconds=ended_s))
+        await self.backend.runs.purge(time.time() - ended_s)
         await self.conversations.purge(time.time() - self.config.conversations.retention_s)
