@@ -69,12 +69,13 @@ def serve(
     config: dict[str, Any],
     options: list[str] | None = None,
     env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """`elicithub serve` with this config (and command-line `options`, environment `env`); wait_for_port before
-    use."""
+    """`elicithub serve` with this config (and command-line `options`, environment `env`) on `port` (else a free
+    one); wait_for_port before use."""
     path = workdir / f"{name}.yaml"
     path.write_text(json.dumps(config))  # JSON is YAML
-    port = free_port()
+    port = port or free_port()
     process = spawn(
         [*elicithub_command(), "serve", "--config", str(path), "--port", str(port), *(options or [])],
         workdir / f"{name}.log",

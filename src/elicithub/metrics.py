@@ -9,9 +9,10 @@ status: never a user, a conversation, a token or an answer.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from elicithub import telemetry
@@ -104,6 +105,14 @@ class Metrics:
             ["limit"],
             registry=registry,
         )
+        # The process's memory, file descriptors and CPU (Linux; elsewhere none), and the event loop's tasks: what
+        # stays flat while a hub serves steadily, and grows when something leaks (bench/soak.py reads them).
+        ProcessCollector(registry=registry)
+        Gauge(
+            "elicithub_event_loop_tasks",
+            "Asyncio tasks in the hub's event loop: one or more per request, stream and run being served.",
+            registry=registry,
+        ).set_function(_tasks)
         # Each request's series, kept at hand: `labels()` checks and locks, a few microseconds a request. Routes are
         # templates and statuses a few, so these stay small.
         self._counted: dict[tuple[str, int], Counter] = {}
@@ -167,6 +176,14 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _tasks() -> int:
+    """The running loop's tasks: /metrics is served on it (0 when read with no loop running, as a test may)."""
+    try:
+        return len(asyncio.all_tasks())
+    except RuntimeError:
+        return 0
 
 
 def _trigger(elicitation: Elicitation) -> str:

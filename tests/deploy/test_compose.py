@@ -1,114 +1,40 @@
 """deploy/compose.yaml under podman-compose, with each profile's store, from a clean copy of deploy/ and no key of
 anyone's: two hubs behind the front door, the demo's servers in a service of their own, the master key made by the
-`key` service; a question asked through the front door survives the death of the hub that streamed it. The made key
-outlives `down` and `up`, and a key file given wins over it."""
+`key` service; a question asked through the front door survives the death of the hub that streamed it, and a
+rolling restart of both hubs with questions pending loses nothing. The made key outlives `down` and `up`, and a key
+file given wins over it."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import json
 import os
 import secrets
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from elicithub.auth.keys import load_keys
-from elicithub.config import SecretsConfig
-from elicithub.server.identity import SESSION_COOKIE, Identity
-from elicithub.server.resource_metadata import ProtectedResource
-from tests.conftest import free_port, sse_data
-from tests.deploy.engine import REPO, Engine
+from elicithub.server.identity import SESSION_COOKIE
+from tests.conftest import free_port
+from tests.deploy.compose import (
+    DEADLINE_S,
+    DRAIN_S,
+    Project,
+    answer,
+    chats_served,
+    clean_copy,
+    contents,
+    deploy,
+    eventually,
+    question,
+    session,
+)
+from tests.deploy.engine import Engine
+from tests.deploy.front_door import Chat, FrontDoor, deployed
 
-DEADLINE_S = 300
 pytestmark = pytest.mark.timeout(1800)  # the first test to run builds the stand-in bases and the hub image
-"""Only ends a test that would hang: a loaded machine takes minutes to start five containers on vfs."""
-
-
-def clean_copy(into: Path) -> Path:
-    """deploy/ as a fresh clone has it: the files git tracks, and no key file."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "deploy"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout
-    for name in filter(None, listed.split("\0")):
-        (into / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / name, into / name)
-    return into / "deploy"
-
-
-@dataclass
-class Project:
-    """One Compose project of a clean copy of deploy/, on the test images."""
-
-    engine: Engine
-    name: str
-    folder: Path
-    images: dict[str, str]
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def up(self, profile: str, key_file: Path | None = None) -> None:
-        """`up --detach`, given no key unless `key_file`; returns once both hubs and the front door are ready."""
-        env = {
-            **self.images,
-            "ELICITHUB_FRONT_DOOR_PORT": str(self.port),
-            "ELICITHUB_SECRET_KEY": "",
-            "ELICITHUB_SECRET_KEY_FILE": "" if key_file is None else str(key_file),
-        }
-        compose = ["podman-compose", "-f", str(self.folder / "compose.yaml"), "-p", self.name, "--profile", profile]
-        self.engine.run([*compose, "up", "--detach"], env=env, timeout=DEADLINE_S)
-        for hub in self.hubs():
-            wait_healthy(self, hub)
-        wait_front_door(self)
-
-    def down(self, *, volumes: bool) -> None:
-        """What `podman-compose down` removes (with `--volumes`, the volumes too), in a few podman calls: it removes
-        each container in turn, which takes most of a minute on a busy machine."""
-        label = f"label=io.podman.compose.project={self.name}"
-        containers = self.engine.podman("ps", "--all", "--quiet", "--filter", label).split()
-        if containers:
-            self.engine.podman("rm", "--force", "--time", "0", *containers, check=False)
-        kinds = ("volume", "network") if volumes else ("network",)
-        for kind in kinds:
-            found = self.engine.podman(kind, "ls", "--quiet", "--filter", label).split()
-            if found:
-                self.engine.podman(kind, "rm", "--force", *found, check=False)
-
-    def hubs(self) -> list[str]:
-        """The names of the hub containers, hub-1's first."""
-        label = f"label=io.podman.compose.project={self.name}"
-        listed = self.engine.podman("ps", "--all", "--filter", label, "--format", "{{.Names}}")
-        return sorted(n for n in listed.split() if "_hub-" in n)
-
-    def logs(self, container: str) -> str:
-        return self.engine.podman("logs", container, check=False)
-
-    def made_key(self) -> str | None:
-        """The key file the `key` service made in its volume, if it made one."""
-        volume = self.engine.podman("volume", "inspect", "--format", "{{.Mountpoint}}", f"{self.name}_key")
-        made = Path(volume.strip()) / "secret.key"
-        return made.read_text() if made.exists() else None
-
-    def users(self, cookie: str) -> set[str | None]:
-        """Whom the hubs take a session cookie for, asked through the front door often enough to reach both."""
-        with httpx.Client(base_url=self.url, cookies={SESSION_COOKIE: cookie}, timeout=30) as browser:
-            return {browser.get("/run/api/me").json()["user"] for _ in range(4)}
-
-
-def session(key: str, user: str) -> str:
-    """The session cookie that a hub whose master key is `key` (a key file's text) gives `user`."""
-    keys = load_keys(SecretsConfig(), environ={"ELICITHUB_SECRET_KEY": key})
-    return Identity([], keys.derive("session"), "http://hub", ProtectedResource("http://hub", None)).session_token(user)
 
 
 @pytest.fixture
@@ -131,76 +57,6 @@ def stack(request: pytest.FixtureRequest, project: Project) -> Project:
     """The profile's stack, up with no key given."""
     project.up(request.param)
     return project
-
-
-def wait_front_door(stack: Project) -> None:
-    """Until the front door passes `/readyz` through: nginx exits until both hubs exist, then is restarted."""
-    end = time.monotonic() + DEADLINE_S
-    while True:
-        try:
-            if httpx.get(f"{stack.url}/readyz", timeout=10).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > end:
-            label = f"label=io.podman.compose.project={stack.project}"
-            listed = stack.engine.podman("ps", "--all", "--filter", label, "--format", "{{.Names}} {{.Status}}")
-            raise AssertionError(f"the front door never passed /readyz through:\n{listed}")
-        time.sleep(0.1)
-
-
-def wait_healthy(stack: Project, container: str) -> None:
-    """Until the container's compose healthcheck (its /readyz) passes; podman stores it but runs it only when told."""
-    end = time.monotonic() + DEADLINE_S
-    while not stack.engine.podman_succeeds("healthcheck", "run", container):
-        if time.monotonic() > end:
-            raise AssertionError(f"{container} never turned ready; it logged:\n{stack.logs(container)}")
-        time.sleep(0.5)
-
-
-def eventually(condition: Any, what: str) -> Any:
-    end = time.monotonic() + DEADLINE_S
-    while not (found := condition()):
-        assert time.monotonic() < end, what
-        time.sleep(0.5)
-    return found
-
-
-def deploy(service: str) -> dict[str, Any]:
-    text = f'/call deploy.deploy_service {{"service": "{service}"}}'
-    return {"stream": True, "messages": [{"role": "user", "content": text}]}
-
-
-def contents(response: httpx.Response) -> Iterator[str]:
-    for chunk in sse_data(response):
-        if chunk["choices"]:
-            yield chunk["choices"][0]["delta"].get("content") or ""
-
-
-def question(stream: Iterator[str]) -> dict[str, Any]:
-    """The first question on a chat stream: it arrives while the stream waits for its answer (the front door does
-    not buffer the stream)."""
-    seen = []
-    for content in stream:
-        if content.startswith('{"type": "elicitation-request"'):
-            request: dict[str, Any] = json.loads(content)
-            return request
-        seen.append(content)
-    raise AssertionError(f"the stream ended with no question: {''.join(seen)!r}")
-
-
-def answer(browser: httpx.Client, conversation: str, request: dict[str, Any], region: str) -> httpx.Response:
-    body = {
-        "conversationId": conversation,
-        "elicitationId": request["elicitationId"],
-        "action": "accept",
-        "content": {"region": region, "confirm": True},
-    }
-    return browser.post("/run/api/elicitation-responses", json=body)
-
-
-def chats_served(stack: Project, hub: str) -> int:
-    return stack.logs(hub).count('"POST /run/v1/chat/completions HTTP/1.1" 200')
 
 
 def test_with_no_key_given_a_question_pending_when_its_hub_dies_is_answered_and_finishes_on_the_other(
@@ -271,3 +127,48 @@ def test_the_made_key_outlives_down_and_up_and_a_key_file_given_wins_over_it(pro
     assert project.users(session(given.read_text(), "alice")) == {"alice"}
     assert project.users(issued) == {None}
     assert project.made_key() == made
+
+
+def test_a_rolling_restart_with_questions_pending_on_both_hubs_finishes_every_run_and_no_request_gets_a_5xx(
+    stack: Project,
+) -> None:
+    with httpx.Client(base_url=stack.url, timeout=30) as browser:
+        browser.get("/")  # the demo signs the browser in: a session cookie both hubs accept
+        cookies = browser.cookies
+    asyncio.run(roll(stack, cookies))
+
+
+async def roll(stack: Project, cookies: httpx.Cookies) -> None:
+    door = FrontDoor(stack.url, cookies)
+    hubs = stack.hubs()
+    # Questions pending on both hubs: chats whose runs wait on their questions until the rollout is over, their
+    # streams open through the front door (which sends each new chat to the next hub).
+    after_rollout = asyncio.Event()
+    held: list[asyncio.Task[Chat]] = []
+    while not all(stack.health(hub)["pendingElicitations"] for hub in hubs):
+        assert len(held) < 8, [stack.health(hub) for hub in hubs]
+        chat = Chat(f"conv-held-{len(held)}", f"held{len(held)}")
+        held.append(asyncio.create_task(door.chat(chat, after_rollout)))
+        async with asyncio.timeout(DEADLINE_S):
+            await chat.asked.wait()
+    # Chats streaming through the front door all along, each answered at once.
+    rolled_out = asyncio.Event()
+    chatting = [asyncio.create_task(door.keep_chatting(name, rolled_out)) for name in ("busy-a", "busy-b")]
+
+    for hub in hubs:  # one at a time, each replaced once the one before is ready
+        status, logged = await asyncio.to_thread(stack.replace, hub)
+        assert status == 0, logged  # drained and stopped by itself within compose's grace period, not killed
+        assert f"SIGTERM: not ready; serving for {DRAIN_S:g} s more" in logged
+    rolled_out.set()
+    after_rollout.set()
+
+    async with asyncio.timeout(DEADLINE_S):
+        answered = await asyncio.gather(*held)
+        busy = [chat for chats in await asyncio.gather(*chatting) for chat in chats]
+    await door.close()
+    assert [chat.text for chat in answered] == [deployed(chat.service) for chat in answered]
+    assert busy and [chat.text for chat in busy] == [deployed(chat.service) for chat in busy]
+    # Each held chat's stream ended with its hub's drain at least once, and was reattached.
+    assert all(chat.streams > 1 for chat in answered), [chat.streams for chat in answered]
+    assert door.server_errors() == []
+    assert all(stack.health(hub)["pendingElicitations"] == 0 for hub in stack.hubs())

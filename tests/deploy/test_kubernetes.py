@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from elicithub.config import parse_config
+from elicithub.config import ServerConfig, parse_config
 from tests.conftest import RunningHub
 from tests.deploy.engine import REPO
 
@@ -119,6 +119,27 @@ def test_the_probes_answer_200_from_a_running_hub(rendered: tuple[str, list[dict
             assert httpx.get(running.url + hub[probe]["httpGet"]["path"]).status_code == 200, probe
     finally:
         running.stop()
+
+
+def test_a_rollout_replaces_one_pod_at_a_time_and_gives_each_its_drain(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    _, objects = rendered
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+    pod = deployment["spec"]["template"]["spec"]
+    [hub] = pod["containers"]
+    drain_s = ServerConfig(
+        **(yaml.safe_load(one(objects, "ConfigMap")["data"]["hub.yaml"]).get("server") or {})
+    ).drain_s
+    assert pod["terminationGracePeriodSeconds"] >= drain_s + 5  # drained and exited before any SIGKILL
+    readiness = hub["readinessProbe"]
+    assert readiness["httpGet"]["path"] == "/readyz"  # not ready from the SIGTERM on
+    assert readiness["periodSeconds"] * readiness["failureThreshold"] <= drain_s  # out of the Service before it stops
+    assert hub["livenessProbe"]["httpGet"]["path"] == "/healthz"  # 200 while it drains: never restarted then
 
 
 def test_the_configmaps_hub_yaml_passes_config_check(

@@ -1,5 +1,5 @@
 """The hub's composition: with the demo on, the demo adds its servers, agents and admin beside one's own, never hiding
-any; and its sweep, which forgets idle conversations."""
+any; and its sweep, which forgets idle conversations, and the questions and runs they held."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ import re
 import httpx
 
 from tests.conftest import HubFactory, McpProcess, RunningHub
-from tests.server.test_chat_ui_stream import UIStream, text_of, text_part, ui_body
+from tests.core_fixtures import RedisServer
+from tests.server.test_chat_ui_stream import UIStream, ask, text_of, text_part, ui_body
 from tests.triggers.approving import PEOPLE, Requester, answer
 from tests.triggers.approving import USERS as PEOPLE_USERS
+
+REGION = {"region": "eu-west-1"}
 
 
 def said(hub: RunningHub, conversation_id: str, message: str) -> str:
@@ -57,6 +60,33 @@ def test_the_sweep_leaves_nothing_held_of_conversations_idle_past_retention(make
     with hub.client() as client:
         for n in range(3):
             assert client.get(f"/run/api/conversations/conv-idle-{n}").status_code == 404
+
+
+def test_ended_questions_and_finished_runs_are_kept_no_longer_than_their_conversations(make_hub: HubFactory) -> None:
+    hub = make_hub(conversations={"retention_s": 1e-6})
+    stream, question = ask(hub, "conv-kept-briefly")
+    assert hub.answer("alice", "conv-kept-briefly", question["id"], "accept", REGION).status_code == 200
+    assert text_of(stream.rest()) == "Provisioned orders in eu-west-1."
+    stream.close()
+    ended, _ = hub.run_ended(question["id"])
+    assert hub.answer("alice", "conv-kept-briefly", question["id"], "accept", REGION).status_code == 200  # kept
+
+    hub.on_loop(hub.hub.sweep())  # past the conversations' retention, which is shorter than a day
+    assert hub.answer("alice", "conv-kept-briefly", question["id"], "accept", REGION).status_code == 404
+    assert hub.on_loop(hub.hub.backend.runs.get(ended.run_id)) is None
+
+
+def test_on_redis_a_finished_run_expires_with_its_conversations_retention(
+    make_hub: HubFactory, redis_server: RedisServer, redis_url: str
+) -> None:
+    hub = make_hub(store={"url": redis_url}, conversations={"retention_s": 600})
+    stream, question = ask(hub, "conv-run-ttl")
+    assert hub.answer("alice", "conv-run-ttl", question["id"], "accept", REGION).status_code == 200
+    assert text_of(stream.rest()) == "Provisioned orders in eu-west-1."
+    stream.close()
+    ended, _ = hub.run_ended(question["id"])
+    with redis_server.client() as client:
+        assert 0 < client.ttl(f"elicithub:run:{ended.run_id}") <= 600  # not the day a run is kept at most
 
 
 def test_with_the_demo_on_a_rollback_first_asks_the_ops_groups_approval_which_the_dev_user_may_give(

@@ -92,6 +92,26 @@ def test_requests_are_labelled_by_route_template_and_unknown_paths_share_one_lab
     assert not [v for v in shown if "abc123" in v or "page-" in v or "secret" in v or "no-such" in v]
 
 
+def test_the_process_memory_descriptors_and_event_loop_tasks_are_shown_and_open_streams_count(
+    make_hub: HubFactory,
+) -> None:
+    hub = make_hub()
+    idle = scrape(hub)
+    assert value(idle, "process_resident_memory_bytes") > 0
+    assert value(idle, "process_open_fds") > 0
+    assert value(idle, "elicithub_event_loop_tasks") >= 1  # the scrape's own request
+
+    # Three runs waiting on their questions, their streams open: each stream is served by tasks of the loop.
+    streams = [chat(hub, f'/call mrtr.provision {{"name": "db{i}"}}') for i in range(3)]
+    waiting = [(stream, until_asked(items(stream))) for stream in streams]
+    assert value(scrape(hub), "elicithub_event_loop_tasks") >= value(idle, "elicithub_event_loop_tasks") + 3
+
+    for i, (stream, question) in enumerate(waiting):
+        answered = hub.answer("alice", conversation(stream), question["elicitationId"], "accept", ANSWER)
+        assert answered.status_code == 200, answered.text
+        assert "".join(t for t in items(stream) if isinstance(t, str)) == f"Provisioned db{i} in eu-west-1."
+
+
 def test_metrics_turned_off_is_404_and_the_hub_serves_on(make_hub: HubFactory) -> None:
     hub = make_hub(metrics={"enabled": False})
     assert httpx.get(f"{hub.url}/metrics").status_code == 404

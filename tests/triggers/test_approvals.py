@@ -5,6 +5,7 @@ edits) only when they approve."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -330,3 +331,17 @@ def test_a_policy_on_an_a2a_agent_asks_before_its_message_is_sent(make_hub: HubF
         assert len(agent.calls()) == 1
     finally:
         agent.kill()
+
+
+def test_what_is_noted_of_an_approvals_end_is_kept_no_longer_than_its_conversation(
+    make_hub: HubFactory, ops: OpsServer
+) -> None:
+    hub = approvals_hub(make_hub, ops, elicitation={"timeout_s": 60}, conversations={"retention_s": 600})
+    with Requester(hub.url, "alice", "conv-noted", RESTART) as alice:
+        pending = alice.until("data-approval-pending")
+        [noted] = hub.on_loop(hub.hub.backend.kv.entries("approvals-open", 10))
+        assert noted.value == pending["id"]
+        # Past its deadline, as long as its conversation is kept (not the day an ended question is kept at most).
+        assert noted.expires_ms / 1000 - time.time() <= 60 + 600
+        assert answer(hub.url, "bob", pending["id"], content={"approve": True}).status_code == 200
+        assert tool_output(alice.rest()) == ("Restarted orders with 2 replicas.", False)

@@ -261,6 +261,17 @@ async def test_sessions_are_kept_per_credential_and_a_refused_one_is_dropped(
     assert initializes.count("Bearer bad") == 2
 
 
+async def test_calls_that_share_the_opening_of_a_refused_credentials_session_each_hear_it_was_refused(
+    downstream: Downstream, kept: Kept
+) -> None:
+    trigger, _ = kept
+    auths = [CallAuth("Bearer bad") for _ in range(3)]  # three calls of one person, at once (a listing among them)
+    outcomes = await asyncio.gather(*(trigger._call("echo", {"text": "x"}, context("alice", "r"), a) for a in auths))
+    assert [a.rejected for a in auths] == [True, True, True]  # the ones that waited on the first's opening too
+    assert all(o == ToolOutcome("unauthorized", is_error=True) for o in outcomes)
+    assert downstream.seen.methods().count("initialize") == 1  # one opening, which all three waited on
+
+
 async def test_closing_the_trigger_ends_its_sessions(downstream: Downstream, kept: Kept) -> None:
     trigger, _ = kept
     await trigger.call("echo", {"text": "x"}, context("alice", "r"))

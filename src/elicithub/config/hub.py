@@ -72,13 +72,25 @@ class ElicitationConfig(Strict):
     """Rounds of questions one tool call may ask (InputRequiredResult rounds, a task's or an A2A agent's)."""
 
 
+ENDED_RETENTION_S = 24 * 3600.0
+"""How long an ended question is kept at most, so that a repeated answer still gets its 200 (and a late one its 409 or
+410)."""
+
+
 class ConversationsConfig(Strict):
     """How long the store keeps an idle conversation (its transcript and event log), and how much of its log."""
 
     retention_s: float = Field(default=7 * 24 * 3600, gt=0)
-    """How long an idle conversation is kept (and an MCP or A2A task of the hub's)."""
+    """How long an idle conversation is kept (and an MCP or A2A task of the hub's); its ended questions and finished
+    runs are kept a day at most, and never longer than this."""
     max_events: int = Field(default=1000, ge=100, le=100_000)
     """How many of a conversation's newest log entries are kept."""
+
+    @property
+    def ended_retention_s(self) -> float:
+        """How long an ended question, a finished run and an approval's notes of its end are kept: what they hold
+        belongs to their conversation, so never longer than it is."""
+        return min(ENDED_RETENTION_S, self.retention_s)
 
 
 class PerUserLimits(Strict):

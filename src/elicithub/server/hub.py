@@ -70,9 +70,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RESOLVED_RETENTION = timedelta(days=1)
-"""How long a finished elicitation is kept, so a repeated answer still gets its 200 (and a late one its 409/410)."""
-
 
 class Hub:
     """`instance` names this hub among those sharing a store: stable across restarts (`--instance`,
@@ -160,7 +157,9 @@ class Hub:
         self.approval_notices.register(self.inbox)
         self.audit = AuditLog(self.backend.kv, config.audit.retention_s)
         self.approval_timers = ApprovalTimers(self.backend.kv, self.store, self.approval_notices)
-        self.approval_ends = ApprovalEnds(self.backend.kv, self.store, self.audit, self.approval_notices)
+        self.approval_ends = ApprovalEnds(
+            self.backend.kv, self.store, self.audit, self.approval_notices, config.conversations.ended_retention_s
+        )
         return ApprovalGate(
             config.approvals,
             config.elicitation.timeout_s,
@@ -416,6 +415,7 @@ class Hub:
         await self.broker.expire_due()
         await self.approval_timers.fire_due()
         await self.approval_ends.sweep()
-        await self.broker.purge(RESOLVED_RETENTION)
-        await self.backend.runs.purge(time.time() - RESOLVED_RETENTION.total_seconds())
+        ended_s = self.config.conversations.ended_retention_s
+        await self.broker.purge(timedelta(seconds=ended_s))
+        await self.backend.runs.purge(time.time() - ended_s)
         await self.conversations.purge(time.time() - self.config.conversations.retention_s)

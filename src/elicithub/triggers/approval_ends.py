@@ -23,8 +23,6 @@ log = logging.getLogger(__name__)
 OPEN = "approval-open:"
 LIST = "approvals-open"
 PAGE = 500
-KEPT_S = 24 * 3600.0
-"""How long past its deadline an approval's key and entry are kept: as long as an ended question is."""
 
 
 @dataclass(frozen=True)
@@ -68,15 +66,24 @@ def words_of(content: JsonObject | None) -> str:
 
 
 class ApprovalEnds:
-    def __init__(self, kv: KeyValueStore, store: ElicitationStore, audit: AuditLog, notices: ApprovalNotices) -> None:
+    """`kept_s`: how long past its deadline what is noted of an approval is kept: as long as an ended question is."""
+
+    def __init__(
+        self, kv: KeyValueStore, store: ElicitationStore, audit: AuditLog, notices: ApprovalNotices, kept_s: float
+    ) -> None:
         self.kv = kv
         self.store = store
         self.audit = audit
         self.notices = notices
+        self.kept_s = kept_s
+
+    def keep_s(self, question: Elicitation) -> float:
+        """How long from now a note about `question` is kept."""
+        return (question.expires_at - question.created_at).total_seconds() + self.kept_s
 
     async def opening(self, question: Elicitation) -> None:
         """`question` is about to be stored: its end is to be recorded (one never stored is never recorded)."""
-        keep_s = (question.expires_at - question.created_at).total_seconds() + KEPT_S
+        keep_s = self.keep_s(question)
         await self.kv.put(OPEN + question.id, b"1", keep_s)
         await self.kv.add_entry(LIST, question.id, keep_s)
 

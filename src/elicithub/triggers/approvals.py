@@ -28,7 +28,7 @@ from elicithub.runtime.approvers import ApprovalNotices, asked_of, waiting_for
 from elicithub.runtime.models import ToolSpec
 from elicithub.runtime.router import Trigger
 from elicithub.runtime.tools import CallContext, ToolOutcome, cannot_ask, stopped_call
-from elicithub.triggers.approval_ends import KEPT_S, ApprovalEnds, decision_of
+from elicithub.triggers.approval_ends import ApprovalEnds, decision_of
 from elicithub.triggers.approval_timers import ApprovalTimers
 
 log = logging.getLogger(__name__)
@@ -105,8 +105,7 @@ class ApprovalGate:
             [question], trigger="approval", state={"kind": "rerun"}, resumable=True, opened=opened
         )
         if (key := _given_key(context)) is not None:
-            keep_s = (question.expires_at - question.created_at).total_seconds() + KEPT_S
-            await self.kv.put(key, resolution.elicitation_id.encode(), keep_s)
+            await self.kv.put(key, resolution.elicitation_id.encode(), self.ends.keep_s(question))
         return resolution
 
     async def _question(

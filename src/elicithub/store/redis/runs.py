@@ -62,6 +62,8 @@ class RedisRuns:
         self._claim = client.register_script(_CLAIM)
         self._finish = client.register_script(_FINISH)
         self._retention_s = max(int(retention_s), 1)
+        # A finished run is kept as long as an ended question, and never longer than its conversation.
+        self._finished_ttl_s = min(FINISHED_TTL_S, self._retention_s)
 
     @staticmethod
     def _keys(run_id: str) -> tuple[str, str]:
@@ -74,9 +76,9 @@ class RedisRuns:
             pipe.set(owner, record.owner)
             if record.status == "finished":
                 pipe.srem(f"{PREFIX}runs:unfinished", record.run_id)
-                # Redis forgets a finished run by itself, after the same day a finished question is kept.
-                pipe.expire(data, FINISHED_TTL_S)
-                pipe.expire(owner, FINISHED_TTL_S)
+                # Redis forgets a finished run by itself, when the hubs forget an ended question.
+                pipe.expire(data, self._finished_ttl_s)
+                pipe.expire(owner, self._finished_ttl_s)
             else:
                 pipe.sadd(f"{PREFIX}runs:unfinished", record.run_id)
             await pipe.execute()
@@ -104,7 +106,7 @@ class RedisRuns:
         args: list[str | int] = [
             json.dumps(record.to_json()),
             record.owner,
-            FINISHED_TTL_S,
+            self._finished_ttl_s,
             record.run_id,
             partial_json(conversation),
             self._retention_s,

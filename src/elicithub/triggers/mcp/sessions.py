@@ -38,6 +38,8 @@ class _Session:
     server_id: str
     header: str | None
     opened: asyncio.Future[Client]
+    opener: CallAuth
+    """The first caller's auth check, which the opening's requests answer to."""
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None  # its holder, set as it starts
     in_use: int = 0
@@ -89,7 +91,12 @@ class Sessions:
             session.calls[call] += 1
         try:  # a session that fails to open leaves `_open` by itself (`_hold`)
             opened = session.opened
-            yield opened.result() if opened.done() else await asyncio.shield(opened)
+            try:
+                client = opened.result() if opened.done() else await asyncio.shield(opened)
+            except Exception:
+                _heard(auth, session.opener)
+                raise
+            yield client
         finally:
             if call is not None:
                 session.calls -= Counter({call: 1})
@@ -107,7 +114,7 @@ class Sessions:
 
     def _start(self, auth: CallAuth) -> _Session:
         self._trim()
-        session = _Session(self._server_id, auth.header, asyncio.get_running_loop().create_future())
+        session = _Session(self._server_id, auth.header, asyncio.get_running_loop().create_future(), auth)
         # A fresh context: the session's own tasks must not carry the first caller's question or span.
         session.task = asyncio.get_running_loop().create_task(self._hold(session, auth), context=contextvars.Context())
         self._open[auth.header] = session
@@ -166,6 +173,15 @@ class Sessions:
             _, pending = await asyncio.wait(tasks, timeout=CLOSE_S)
             for task in pending:
                 task.cancel()
+
+
+def _heard(auth: CallAuth, opener: CallAuth) -> None:
+    """A call that waited on another's opening of the session hears what the server said of their one credential
+    (its 401 or 403 reached the opener's check), so it asks for a new sign-in too, not failing as if the server had."""
+    if opener is not auth:
+        auth.rejected = auth.rejected or opener.rejected
+        if auth.insufficient_scope is None:
+            auth.insufficient_scope = opener.insufficient_scope
 
 
 def _fail(opened: asyncio.Future[Client], exc: BaseException) -> None:
