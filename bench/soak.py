@@ -137,7 +137,10 @@ async def sampling(
     """(seconds since the start, sample) every `every_s` for `seconds`."""
     samples: list[tuple[float, Sample]] = []
     start = time.monotonic()
-    async with httpx.AsyncClient(timeout=30) as http:
+    # A connection per sample: a kept one idles about as long as the hub keeps it (uvicorn's 5 s), and a request on
+    # one the hub is closing at that moment ends "Server disconnected without sending a response".
+    no_keepalive = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=30, limits=no_keepalive) as http:
         while (at := time.monotonic() - start) <= seconds:
             samples.append((at, {**await hub_sample(http, hubs), **await store_size()}))
             await asyncio.sleep(max(0.0, start + len(samples) * every_s - time.monotonic()))
